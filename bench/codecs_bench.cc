@@ -1,0 +1,156 @@
+#include "bench/codecs_bench.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "bench/bench_clock.h"
+#include "compression/codec.h"
+#include "compression/frame.h"
+#include "compression/link_decoder.h"
+#include "compression/synthetic_tensors.h"
+
+namespace geotrain::bench {
+namespace {
+
+using namespace geotrain::compression;
+
+struct Setting {
+  std::string name;
+  CodecConfig config;
+};
+
+CodecConfig Config(CodecId id) {
+  CodecConfig c;
+  c.codec = id;
+  return c;
+}
+
+std::vector<Setting> Settings() {
+  std::vector<Setting> s;
+  auto add = [&](std::string name, CodecConfig c) { s.push_back({std::move(name), c}); };
+  add("none-f32", Config(CodecId::kNone));
+  CodecConfig c = Config(CodecId::kNone);
+  c.wire_dtype = DType::kFloat16;
+  add("none-f16", c);
+  for (int bits : {8, 6, 4, 3, 2}) {
+    c = Config(CodecId::kFixpoint);
+    c.bits = bits;
+    add("fixpoint" + std::to_string(bits), c);
+  }
+  c = Config(CodecId::kFixpoint);
+  c.bits = 4;
+  c.scale_mode = ScaleMode::kPerTile;
+  c.tile_size = 64;
+  add("fixpoint4-tile64", c);
+  c = Config(CodecId::kFixpoint);
+  c.bits = 4;
+  c.rounding = Rounding::kStochastic;
+  add("fixpoint4-stochastic", c);
+  c = Config(CodecId::kFixpoint);
+  c.bits = 4;
+  c.zstd_level = 1;
+  add("fixpoint4-zstd1", c);
+  for (int bits : {4, 2}) {
+    c = Config(CodecId::kDelta);
+    c.bits = bits;
+    add("delta" + std::to_string(bits), c);
+  }
+  c = Config(CodecId::kDeltaLowBits);
+  c.bits = 4;
+  c.cache_bits = 4;
+  add("delta-lowbits4-cache4", c);
+  c = Config(CodecId::kTah);
+  add("tah", c);
+  c.entropy_unit = EntropyUnit::kTile;
+  add("tah-tile-entropy", c);
+  c = Config(CodecId::kTopK);
+  c.density = 0.01;
+  add("topk0.01", c);
+  c = Config(CodecId::kRandK);
+  c.density = 0.01;
+  add("randk0.01", c);
+  for (int rank : {16, 4}) {
+    c = Config(CodecId::kPowerSgd);
+    c.rank = rank;
+    add("powersgd-r" + std::to_string(rank), c);
+  }
+  c = Config(CodecId::kCocktail);
+  add("cocktail-p0.1-k0.2-q4", c);
+  c.mask_mode = MaskMode::kSeeded;
+  add("cocktail-seeded", c);
+  return s;
+}
+
+}  // namespace
+
+int RunCodecsBench(const CodecsBenchOptions& options) {
+  const int reps = options.quick ? 2 : options.reps;
+  const Shape shape = {4, 1024, 1600};
+  const int64_t rows = 4 * 1024, cols = 1600, elements = rows * cols;
+  const size_t bytes = elements * sizeof(float);
+  // Two inputs that differ slightly, alternated, like a sample's activation on consecutive visits.
+  const std::vector<float> base = MakeActivationLike(rows, cols, 2024);
+  std::vector<float> drifted = base;
+  const std::vector<float> noise = MakeGaussian(elements, 7, 0.05f);
+  for (int64_t i = 0; i < elements; ++i) drifted[i] += noise[i];
+  const std::vector<uint64_t> sample_ids = {100, 101, 102, 103};
+  const double memcpy_gbps = MemcpyGbps(bytes, std::max(reps, 3));
+
+  int failures = 0;
+  for (const Setting& setting : Settings()) {
+    if (!options.filter.empty() && setting.name.find(options.filter) == std::string::npos) continue;
+    auto sender = MakeCodec(setting.config);
+    if (!sender.ok()) {
+      std::fprintf(stderr, "%s: %s\n", setting.name.c_str(), sender.status().ToString().c_str());
+      ++failures;
+      continue;
+    }
+    LinkDecoder receiver(setting.config);
+    std::vector<uint8_t> frame;
+    DecodedTensor decoded;
+    EncodeStats stats;
+    double encode_s = 1e30, decode_s = 1e30;
+    Status status;
+    // Step 0 warms up (first visit for delta, initial factors for powersgd) and is not timed.
+    for (int step = 0; step <= reps && status.ok(); ++step) {
+      const std::vector<float>& x = step % 2 ? drifted : base;
+      const TensorView view{x.data(), DType::kFloat32, shape, sample_ids, uint64_t(step)};
+      const double e = BestSeconds(1, [&] { status = EncodeFrame(**sender, view, &frame, &stats); });
+      if (!status.ok()) break;
+      const double d = BestSeconds(1, [&] { status = receiver.Decode(frame, &decoded); });
+      if (step > 0) {
+        encode_s = std::min(encode_s, e);
+        decode_s = std::min(decode_s, d);
+      }
+    }
+    if (!status.ok()) {
+      std::fprintf(stderr, "%s: %s\n", setting.name.c_str(), status.ToString().c_str());
+      ++failures;
+      continue;
+    }
+    const double encode_gbps = bytes / encode_s / 1e9, decode_gbps = bytes / decode_s / 1e9;
+    nlohmann::json line = {
+        {"bench", "codecs"},
+        {"setting", setting.name},
+        {"codec", CodecName(setting.config.codec)},
+        {"params", setting.config.Describe()},
+        {"shape", shape},
+        {"elements", elements},
+        {"threads", 1},
+        {"encode_gbps", encode_gbps},
+        {"decode_gbps", decode_gbps},
+        {"memcpy_gbps", memcpy_gbps},
+        {"encode_vs_memcpy", encode_gbps / memcpy_gbps},
+        {"decode_vs_memcpy", decode_gbps / memcpy_gbps},
+        {"wire_bytes", stats.wire_bytes},
+        {"ratio", static_cast<double>(bytes) / stats.wire_bytes},
+        {"rel_error", stats.rel_error},
+    };
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace geotrain::bench
