@@ -7,7 +7,7 @@ PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   # training core
-  libtorch-dev libzstd-dev libxxhash-dev libspdlog-dev libfmt-dev
+  libtorch-dev libgloo-dev libzstd-dev libxxhash-dev libspdlog-dev libfmt-dev
   # control plane
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libssl-dev prometheus-cpp-dev

@@ -1,0 +1,45 @@
+#include "models/file_contents.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace geotrain::models {
+
+StatusOr<std::string> ReadFileContents(const std::string& path, size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    std::string message = path + ": cannot open: " + std::strerror(err);
+    return err == ENOENT ? NotFound(message) : Unavailable(message);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument(path + ": not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return OutOfRange(path + ": " + std::to_string(st.st_size) + " bytes exceeds the limit of " +
+                      std::to_string(max_bytes));
+  }
+  std::string contents(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::read(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = n < 0 ? std::strerror(errno) : "file shrank while reading";
+      ::close(fd);
+      return Unavailable(path + ": read failed: " + reason);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return contents;
+}
+
+}  // namespace geotrain::models

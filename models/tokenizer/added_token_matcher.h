@@ -1,0 +1,40 @@
+// AddedTokenMatcher: finds added (special) tokens such as "<|endoftext|>" in raw text.
+//
+// Added tokens are matched before pre-tokenization, so "<|endoftext|>" becomes its one id rather
+// than the pieces "<|", "endoftext", "|>". Matching is leftmost, then longest, as Hugging Face does
+// (its Aho-Corasick matcher is leftmost-longest). Immutable after construction: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace geotrain::models {
+
+struct AddedToken {
+  std::string content;  // matched verbatim in the text, and what Decode writes for it
+  int32_t id = 0;
+  bool special = true;  // a control token (<|endoftext|>) rather than extra vocabulary
+};
+
+class AddedTokenMatcher {
+ public:
+  // Tokens with empty content are ignored (they could never be matched meaningfully).
+  explicit AddedTokenMatcher(const std::vector<AddedToken>& tokens);
+
+  // Calls on_text for each stretch of ordinary text (never empty) and on_token for each added
+  // token found, in text order.
+  void Split(std::string_view text, const std::function<void(std::string_view)>& on_text,
+             const std::function<void(const AddedToken&)>& on_token) const;
+
+  bool empty() const { return tokens_.empty(); }
+
+ private:
+  std::vector<AddedToken> tokens_;
+  // For each first byte, indexes into tokens_ ordered longest first.
+  std::vector<std::vector<size_t>> by_first_byte_;
+};
+
+}  // namespace geotrain::models

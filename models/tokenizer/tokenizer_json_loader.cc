@@ -1,0 +1,177 @@
+// LoadTokenizerJson (tokenizer_loaders.h): Hugging Face tokenizer.json with a byte-level BPE model.
+#include "models/file_contents.h"
+#include "models/strict_json.h"
+#include "models/tokenizer/bpe_file_parsing.h"
+#include "models/tokenizer/tokenizer_loaders.h"
+
+namespace geotrain::models {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxTokenizerJsonBytes = 128 << 20;
+
+// Errors of one tokenizer.json, each naming the file and the field.
+class TokenizerJsonReader {
+ public:
+  TokenizerJsonReader(const std::string& path, const json& root) : path_(path), root_(root) {}
+
+  Status Error(const std::string& field, const std::string& reason) const {
+    return InvalidArgument(path_ + ": " + field + ": " + reason);
+  }
+  Status Unsupported(const std::string& field, const std::string& value,
+                     const std::string& supported) const {
+    return InvalidArgument(path_ + ": " + field + ": " + value + " is not supported (" + supported +
+                           ")");
+  }
+
+  // `parent.key` if present and not null, else nullptr.
+  static const json* Field(const json& parent, const char* key) {
+    auto it = parent.find(key);
+    return it == parent.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  StatusOr<bool> Bool(const json& parent, const char* key, const std::string& field,
+                      bool default_value) const {
+    const json* value = Field(parent, key);
+    if (value == nullptr) return default_value;
+    if (!value->is_boolean())
+      return Error(field, "expected a boolean, got " + JsonKindName(*value));
+    return value->get<bool>();
+  }
+
+  // model: BPE without dropout, prefixes or suffixes.
+  Status CheckModel(const json& model, BpeModelOptions* options) const {
+    const json* type = Field(model, "type");
+    if (type == nullptr) return Error("model.type", "missing");
+    if (!type->is_string() || type->get<std::string>() != "BPE") {
+      return Unsupported("model.type", type->dump(), "geotrain reads BPE models");
+    }
+    if (const json* dropout = Field(model, "dropout")) {
+      if (!dropout->is_number() || dropout->get<double>() != 0.0) {
+        return Unsupported("model.dropout", dropout->dump(), "BPE dropout is for training only");
+      }
+    }
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+      const json* value = Field(model, key);
+      if (value != nullptr && !(value->is_string() && value->get<std::string>().empty())) {
+        return Unsupported(std::string("model.") + key, value->dump(),
+                           "byte-level BPE uses neither");
+      }
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(options->ignore_merges,
+                              Bool(model, "ignore_merges", "model.ignore_merges", false));
+    return OkStatus();
+  }
+
+  // pre_tokenizer: ByteLevel with the GPT-2 pattern, alone or alone in a Sequence.
+  Status CheckPreTokenizer(BpeTokenizerOptions* options) const {
+    const json* pre = Field(root_, "pre_tokenizer");
+    std::string field = "pre_tokenizer";
+    if (pre == nullptr)
+      return Error(field, "missing; byte-level BPE needs a ByteLevel pre-tokenizer");
+    if (!pre->is_object()) return Error(field, "expected an object, got " + JsonKindName(*pre));
+    const json* type = Field(*pre, "type");
+    if (type != nullptr && type->is_string() && type->get<std::string>() == "Sequence") {
+      const json* members = Field(*pre, "pretokenizers");
+      if (members == nullptr || !members->is_array() || members->size() != 1 ||
+          !(*members)[0].is_object()) {
+        return Unsupported("pre_tokenizer.pretokenizers",
+                           members ? members->dump().substr(0, 200) : "null",
+                           "a Sequence must hold exactly one ByteLevel pre-tokenizer");
+      }
+      pre = &(*members)[0];
+      field = "pre_tokenizer.pretokenizers[0]";
+      type = Field(*pre, "type");
+    }
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "ByteLevel") {
+      return Unsupported(field + ".type", type ? type->dump() : "null",
+                         "geotrain implements the ByteLevel pre-tokenizer");
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(const bool use_regex,
+                              Bool(*pre, "use_regex", field + ".use_regex", true));
+    if (!use_regex) {
+      return Unsupported(field + ".use_regex", "false", "the GPT-2 split pattern is always used");
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(options->add_prefix_space,
+                              Bool(*pre, "add_prefix_space", field + ".add_prefix_space", false));
+    return OkStatus();
+  }
+
+  StatusOr<std::vector<AddedToken>> AddedTokens() const {
+    std::vector<AddedToken> tokens;
+    const json* added = Field(root_, "added_tokens");
+    if (added == nullptr) return tokens;
+    if (!added->is_array())
+      return Error("added_tokens", "expected an array, got " + JsonKindName(*added));
+    for (size_t i = 0; i < added->size(); ++i) {
+      const json& entry = (*added)[i];
+      const std::string field = "added_tokens[" + std::to_string(i) + "]";
+      if (!entry.is_object()) return Error(field, "expected an object, got " + JsonKindName(entry));
+      const json* id = Field(entry, "id");
+      if (id == nullptr) return Error(field + ".id", "missing");
+      auto id_value = JsonToUnsigned(*id, path_ + ": " + field + ".id", kMaxTokenId);
+      if (!id_value.ok()) return id_value.status();
+      const json* content = Field(entry, "content");
+      if (content == nullptr) return Error(field + ".content", "missing");
+      if (!content->is_string() || content->get<std::string>().empty()) {
+        return Error(field + ".content", "expected a non-empty string, got " + content->dump());
+      }
+      for (const char* key : {"lstrip", "rstrip", "single_word"}) {
+        GEOTRAIN_ASSIGN_OR_RETURN(const bool set, Bool(entry, key, field + "." + key, false));
+        if (set) return Unsupported(field + "." + key, "true", "added tokens match verbatim");
+      }
+      GEOTRAIN_ASSIGN_OR_RETURN(const bool special,
+                                Bool(entry, "special", field + ".special", false));
+      tokens.push_back({content->get<std::string>(), static_cast<int32_t>(*id_value), special});
+    }
+    return tokens;
+  }
+
+ private:
+  const std::string& path_;
+  const json& root_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerJson(const std::string& path) {
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileContents(path, kMaxTokenizerJsonBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(json root, ParseStrictJson(text, path));
+  text.clear();
+  if (!root.is_object()) {
+    return InvalidArgument(path + ": expected a JSON object, got " + JsonKindName(root));
+  }
+  const TokenizerJsonReader reader(path, root);
+
+  if (const json* normalizer = TokenizerJsonReader::Field(root, "normalizer")) {
+    return reader.Unsupported("normalizer", normalizer->dump().substr(0, 200),
+                              "geotrain applies no normalizer; it must be null");
+  }
+  const json* model = TokenizerJsonReader::Field(root, "model");
+  if (model == nullptr) return reader.Error("model", "missing");
+  if (!model->is_object())
+    return reader.Error("model", "expected an object, got " + JsonKindName(*model));
+  BpeModelOptions model_options;
+  GEOTRAIN_RETURN_IF_ERROR(reader.CheckModel(*model, &model_options));
+  BpeTokenizerOptions tokenizer_options;
+  GEOTRAIN_RETURN_IF_ERROR(reader.CheckPreTokenizer(&tokenizer_options));
+
+  const json* vocab_json = TokenizerJsonReader::Field(*model, "vocab");
+  if (vocab_json == nullptr) return reader.Error("model.vocab", "missing");
+  GEOTRAIN_ASSIGN_OR_RETURN(auto vocab, ParseVocabObject(*vocab_json, path + ": model.vocab"));
+  const json* merges_json = TokenizerJsonReader::Field(*model, "merges");
+  if (merges_json == nullptr) return reader.Error("model.merges", "missing");
+  GEOTRAIN_ASSIGN_OR_RETURN(std::vector<BpeMergeRule> merges,
+                            ParseMergesJson(*merges_json, path + ": model.merges"));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::vector<AddedToken> added, reader.AddedTokens());
+
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      std::unique_ptr<BpeModel> bpe,
+      BpeModel::Create(
+          std::move(vocab), merges, model_options, path + ": model.vocab",
+          [&](size_t i) { return path + ": model.merges[" + std::to_string(i) + "]"; }));
+  return BpeTokenizer::Create(std::move(bpe), std::move(added), tokenizer_options, path);
+}
+
+}  // namespace geotrain::models
