@@ -137,7 +137,9 @@ Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* 
   frame->clear();
   const size_t payload_at = kFrameHeaderBytes + 8 * input.shape.size();
   frame->resize(payload_at);
-  std::memcpy(frame->data() + kFrameHeaderBytes, input.shape.data(), 8 * input.shape.size());
+  if (!input.shape.empty()) {
+    std::memcpy(frame->data() + kFrameHeaderBytes, input.shape.data(), 8 * input.shape.size());
+  }
 
   EncodeInput in;
   in.data = values;
@@ -214,7 +216,7 @@ Status ParseFrame(Span<const uint8_t> frame, const FrameLimits& limits,
   content->codec = static_cast<CodecId>(h.codec);
   content->dtype = static_cast<DType>(h.dtype);
   content->shape.resize(h.ndim);
-  std::memcpy(content->shape.data(), frame.data() + kFrameHeaderBytes, 8 * h.ndim);
+  if (h.ndim > 0) std::memcpy(content->shape.data(), frame.data() + kFrameHeaderBytes, 8 * h.ndim);
   int64_t elements = 1;
   for (int i = 0; i < h.ndim; ++i) {
     const int64_t d = content->shape[i];

@@ -1,8 +1,10 @@
 // none: values as they are, or cast to fp16/bf16 on the wire (the "fp16 all-reduce" baseline).
-#include <cstring>
+#include <cmath>
+#include <vector>
 
 #include "compression/codecs.h"
 #include "compression/frame.h"
+#include "compression/float_sums.h"
 
 namespace geotrain::compression {
 namespace {
@@ -17,19 +19,14 @@ class NoneCodec final : public Codec {
     params->Put<uint8_t>(static_cast<uint8_t>(wire));
     uint8_t* out = payload->Extend(in.elements * DTypeSize(wire));
     ConvertFromFloat(in.data, wire, out, in.elements);
-    double norm = 0, err = 0;
-    if (wire == DType::kFloat32) {
-      for (int64_t i = 0; i < in.elements; ++i) norm += static_cast<double>(in.data[i]) * in.data[i];
-    } else {
+    const double norm = SumSquares(in.data, in.elements);
+    if (!std::isfinite(norm)) return InvalidArgument("input: contains NaN or infinity");
+    error->norm_sq += norm;
+    if (wire != DType::kFloat32) {
       std::vector<float> back(in.elements);
       ConvertToFloat(out, wire, back.data(), in.elements);
-      for (int64_t i = 0; i < in.elements; ++i) {
-        norm += static_cast<double>(in.data[i]) * in.data[i];
-        err += static_cast<double>(in.data[i] - back[i]) * (in.data[i] - back[i]);
-      }
+      error->error_sq += SumSquaredDifferences(in.data, back.data(), in.elements);
     }
-    error->norm_sq += norm;
-    error->error_sq += err;
     return OkStatus();
   }
 
