@@ -99,6 +99,10 @@ Status CodecConfig::Validate() const {
       GEOTRAIN_RETURN_IF_ERROR(CheckFraction("random_ratio", random_ratio));
       GEOTRAIN_RETURN_IF_ERROR(CheckFraction("topk_ratio", topk_ratio));
       GEOTRAIN_RETURN_IF_ERROR(CheckRange("quant_bits", quant_bits, 2, 8));
+      if (mask_mode != MaskMode::kRolling && mask_mode != MaskMode::kSeeded) {
+        return InvalidArgument("mask_mode: unknown value " +
+                               std::to_string(static_cast<int>(mask_mode)));
+      }
       return CheckRange("quant_group", quant_group, 1, 1 << 20);
   }
   return InvalidArgument("codec: unknown id " + std::to_string(static_cast<int>(codec)));
