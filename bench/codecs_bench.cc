@@ -38,6 +38,12 @@ std::vector<Setting> Settings() {
     c.bits = bits;
     add("fixpoint" + std::to_string(bits), c);
   }
+  for (int bits : {8, 4}) {  // multi-threaded variants (2 threads: the CI machine's cores)
+    c = Config(CodecId::kFixpoint);
+    c.bits = bits;
+    c.threads = 2;
+    add("fixpoint" + std::to_string(bits) + "-threads2", c);
+  }
   c = Config(CodecId::kFixpoint);
   c.bits = 4;
   c.scale_mode = ScaleMode::kPerTile;
@@ -137,7 +143,7 @@ int RunCodecsBench(const CodecsBenchOptions& options) {
         {"params", setting.config.Describe()},
         {"shape", shape},
         {"elements", elements},
-        {"threads", 1},
+        {"threads", setting.config.threads},
         {"encode_gbps", encode_gbps},
         {"decode_gbps", decode_gbps},
         {"memcpy_gbps", memcpy_gbps},

@@ -66,6 +66,7 @@ StatusOr<Rounding> ParseRounding(const std::string& name) {
 
 Status CodecConfig::Validate() const {
   GEOTRAIN_RETURN_IF_ERROR(CheckRange("zstd_level", zstd_level, 0, 19));
+  GEOTRAIN_RETURN_IF_ERROR(CheckRange("threads", threads, 1, 256));
   switch (codec) {
     case CodecId::kNone:
       return OkStatus();
@@ -143,6 +144,7 @@ std::string CodecConfig::Describe() const {
       break;
   }
   if (zstd_level > 0) s << " zstd=" << zstd_level;
+  if (threads > 1) s << " threads=" << threads;
   return s.str();
 }
 

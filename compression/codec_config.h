@@ -89,6 +89,9 @@ struct CodecConfig {
 
   // Any codec: zstd level for the payload (0 = off, 1..19).
   int zstd_level = 0;
+  // CPU threads one encode or decode of a large tensor may use (fixpoint today; 1 = the calling
+  // thread only). Frames are identical for any value.
+  int threads = 1;
 
   // Checks the fields `codec` uses. The message names the field: "bits: 9 is outside 2..8".
   Status Validate() const;

@@ -6,6 +6,7 @@
 
 #include "common/half.h"
 #include "common/hash_random.h"
+#include "common/parallel_for.h"
 #include "compression/bitpack.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -20,10 +21,11 @@ constexpr float kHalfMax = 65504.0f;
 constexpr uint8_t kScalesF16 = 0;
 constexpr uint8_t kScalesF32 = 1;
 
-// max|x| per scale group.
-void MaxAbs(const float* x, const QuantLayout& l, float* amax) {
-  std::fill(amax, amax + l.NumScales(), 0.0f);
-  for (int64_t r = 0; r < l.rows; ++r) {
+// max|x| per scale group over rows [begin, end). Per channel, `amax` is this range's own array of
+// `cols` partial maxima (merged by the caller); per row or tile, each row writes its own entries.
+void MaxAbsRows(const float* x, const QuantLayout& l, int64_t begin, int64_t end, float* amax) {
+  if (l.mode == ScaleMode::kPerChannel) std::fill(amax, amax + l.cols, 0.0f);
+  for (int64_t r = begin; r < end; ++r) {
     const float* row = x + r * l.cols;
     switch (l.mode) {
       case ScaleMode::kPerChannel:
@@ -38,14 +40,41 @@ void MaxAbs(const float* x, const QuantLayout& l, float* amax) {
       case ScaleMode::kPerTile: {
         float* tile_max = amax + r * l.TilesPerRow();
         for (int64_t c0 = 0, t = 0; c0 < l.cols; c0 += l.tile, ++t) {
-          const int64_t end = std::min(l.cols, c0 + l.tile);
+          const int64_t end_c = std::min(l.cols, c0 + l.tile);
           float m = 0;
-          for (int64_t c = c0; c < end; ++c) m = std::max(m, std::fabs(row[c]));
+          for (int64_t c = c0; c < end_c; ++c) m = std::max(m, std::fabs(row[c]));
           tile_max[t] = m;
         }
         break;
       }
     }
+  }
+}
+
+// Rows per parallel piece: a multiple of 8 so every piece's codes start on a byte boundary.
+constexpr int64_t kRowGrain = 8;
+// Below this many values a thread start costs more than it saves.
+constexpr int64_t kMinValuesPerThread = int64_t{1} << 18;
+
+int PiecesFor(const QuantLayout& l, int threads) {
+  const int64_t values = l.rows * l.cols;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, values / kMinValuesPerThread)));
+}
+
+void MaxAbs(const float* x, const QuantLayout& l, int threads, float* amax) {
+  const int pieces = PiecesFor(l, threads);
+  if (l.mode != ScaleMode::kPerChannel || pieces == 1) {
+    ParallelFor(l.rows, pieces, kRowGrain,
+                [&](int, int64_t begin, int64_t end) { MaxAbsRows(x, l, begin, end, amax); });
+    return;
+  }
+  std::vector<std::vector<float>> partial(pieces, std::vector<float>(l.cols));
+  const int used = ParallelFor(l.rows, pieces, kRowGrain, [&](int piece, int64_t begin, int64_t end) {
+    MaxAbsRows(x, l, begin, end, partial[piece].data());
+  });
+  std::fill(amax, amax + l.cols, 0.0f);
+  for (int p = 0; p < used; ++p) {
+    for (int64_t c = 0; c < l.cols; ++c) amax[c] = std::max(amax[c], partial[p][c]);
   }
 }
 
@@ -182,7 +211,7 @@ Status EncodeFixpointBlock(const float* x, const QuantLayout& l, const QuantizeO
   const int f = o.bits - 1;
   const int64_t num_scales = l.NumScales();
   std::vector<float> amax(num_scales);
-  MaxAbs(x, l, amax.data());
+  MaxAbs(x, l, o.threads, amax.data());
   const float largest = num_scales ? *std::max_element(amax.begin(), amax.end()) : 0.0f;
   const bool f32_scales = !(largest <= kHalfMax);  // also true for NaN/inf, caught below
 
@@ -205,28 +234,37 @@ Status EncodeFixpointBlock(const float* x, const QuantLayout& l, const QuantizeO
   }
 
   const uint64_t total = static_cast<uint64_t>(l.rows) * l.cols;
-  BitPacker packer(payload->Extend(PackedBytes(total, o.bits)), o.bits);
-  std::vector<uint8_t> codes(l.cols);
-  std::vector<float> row_mul(l.cols), row_step(l.cols);
+  uint8_t* packed = payload->Extend(PackedBytes(total, o.bits));
+  const int pieces = PiecesFor(l, o.threads);
+  std::vector<double> piece_err(pieces, 0.0), piece_norm(pieces, 0.0);
+  ParallelFor(l.rows, pieces, kRowGrain, [&](int piece, int64_t begin, int64_t end) {
+    BitPacker packer(packed + static_cast<uint64_t>(begin) * l.cols * o.bits / 8, o.bits);
+    std::vector<uint8_t> codes(l.cols);
+    std::vector<float> row_mul(l.cols), row_step(l.cols);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* rm = mul.data();
+      const float* rs = step.data();
+      if (l.mode != ScaleMode::kPerChannel) {
+        FillRowFactors(l, r, mul.data(), step.data(), row_mul.data(), row_step.data());
+        rm = row_mul.data();
+        rs = row_step.data();
+      }
+      float* row_hat = xhat ? xhat + r * l.cols : nullptr;
+      if (o.rounding == Rounding::kNearest) {
+        QuantizeRowNearest(x + r * l.cols, rm, rs, l.cols, f, codes.data(), row_hat,
+                           &piece_err[piece], &piece_norm[piece]);
+      } else {
+        QuantizeRowStochastic(x + r * l.cols, rm, rs, l.cols, f, o,
+                              static_cast<uint64_t>(r) * l.cols, codes.data(), row_hat,
+                              &piece_err[piece], &piece_norm[piece]);
+      }
+      packer.Append(codes.data(), l.cols);
+    }
+  });
   double err_sq = 0, norm_sq = 0;
-  for (int64_t r = 0; r < l.rows; ++r) {
-    const float* rm = mul.data();
-    const float* rs = step.data();
-    if (l.mode != ScaleMode::kPerChannel) {
-      FillRowFactors(l, r, mul.data(), step.data(), row_mul.data(), row_step.data());
-      rm = row_mul.data();
-      rs = row_step.data();
-    }
-    float* row_hat = xhat ? xhat + r * l.cols : nullptr;
-    if (o.rounding == Rounding::kNearest) {
-      QuantizeRowNearest(x + r * l.cols, rm, rs, l.cols, f, codes.data(), row_hat, &err_sq,
-                         &norm_sq);
-    } else {
-      QuantizeRowStochastic(x + r * l.cols, rm, rs, l.cols, f, o,
-                            static_cast<uint64_t>(r) * l.cols, codes.data(), row_hat, &err_sq,
-                            &norm_sq);
-    }
-    packer.Append(codes.data(), l.cols);
+  for (int p = 0; p < pieces; ++p) {
+    err_sq += piece_err[p];
+    norm_sq += piece_norm[p];
   }
   if (!std::isfinite(norm_sq)) {
     return InvalidArgument("input: contains NaN or infinity (cannot be quantized)");
@@ -238,7 +276,8 @@ Status EncodeFixpointBlock(const float* x, const QuantLayout& l, const QuantizeO
   return OkStatus();
 }
 
-Status DecodeFixpointBlock(ByteReader* payload, const QuantLayout& l, int bits, float* out) {
+Status DecodeFixpointBlock(ByteReader* payload, const QuantLayout& l, int bits, float* out,
+                           int threads) {
   GEOTRAIN_RETURN_IF_ERROR(CheckLayout(l, bits));
   const int f = bits - 1;
   uint8_t scale_type = 0;
@@ -268,18 +307,20 @@ Status DecodeFixpointBlock(ByteReader* payload, const QuantLayout& l, int bits, 
   const uint64_t total = static_cast<uint64_t>(l.rows) * l.cols;
   Span<const uint8_t> packed;
   GEOTRAIN_RETURN_IF_ERROR(payload->GetSpan(PackedBytes(total, bits), &packed, "fixpoint.codes"));
-  BitUnpacker unpacker(packed.data(), bits);
-  std::vector<uint8_t> codes(l.cols);
-  std::vector<float> row_mul(l.cols), row_step(l.cols);
-  for (int64_t r = 0; r < l.rows; ++r) {
-    const float* rs = step.data();
-    if (l.mode != ScaleMode::kPerChannel) {
-      FillRowFactors(l, r, step.data(), step.data(), row_mul.data(), row_step.data());
-      rs = row_step.data();
+  ParallelFor(l.rows, PiecesFor(l, threads), kRowGrain, [&](int, int64_t begin, int64_t end) {
+    BitUnpacker unpacker(packed.data() + static_cast<uint64_t>(begin) * l.cols * bits / 8, bits);
+    std::vector<uint8_t> codes(l.cols);
+    std::vector<float> row_mul(l.cols), row_step(l.cols);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* rs = step.data();
+      if (l.mode != ScaleMode::kPerChannel) {
+        FillRowFactors(l, r, step.data(), step.data(), row_mul.data(), row_step.data());
+        rs = row_step.data();
+      }
+      unpacker.Read(codes.data(), l.cols);
+      DequantizeRow(codes.data(), rs, l.cols, f, out + r * l.cols);
     }
-    unpacker.Read(codes.data(), l.cols);
-    DequantizeRow(codes.data(), rs, l.cols, f, out + r * l.cols);
-  }
+  });
   return OkStatus();
 }
 

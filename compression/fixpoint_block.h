@@ -34,6 +34,9 @@ struct QuantizeOptions {
   // Stochastic rounding draws from hash(seed, stream, element index): reproducible, no state.
   uint64_t seed = 0;
   uint64_t stream = 0;
+  // Threads for large blocks (rows are split in pieces of 8; small blocks stay on one thread).
+  // The output is identical for any thread count.
+  int threads = 1;
 };
 
 // Appends the fixpoint block of `x` to `payload`. If `xhat` is non-null it receives the values the
@@ -42,8 +45,9 @@ struct QuantizeOptions {
 Status EncodeFixpointBlock(const float* x, const QuantLayout& layout, const QuantizeOptions& options,
                            ByteWriter* payload, float* xhat, ErrorSums* error);
 
-// Reads one fixpoint block from `payload` into `out` (rows * cols floats).
-Status DecodeFixpointBlock(ByteReader* payload, const QuantLayout& layout, int bits, float* out);
+// Reads one fixpoint block from `payload` into `out` (rows * cols floats), using up to `threads`.
+Status DecodeFixpointBlock(ByteReader* payload, const QuantLayout& layout, int bits, float* out,
+                           int threads = 1);
 
 // Bytes of a block (for size checks and ratio estimates).
 uint64_t FixpointBlockBytes(const QuantLayout& layout, int bits, bool f32_scales = false);

@@ -21,6 +21,7 @@ class FixpointCodec final : public Codec {
     options.rounding = config_.rounding;
     options.seed = config_.seed;
     options.stream = in.step;
+    options.threads = config_.threads;
     return EncodeFixpointBlock(in.data, layout, options, payload, nullptr, error);
   }
 
@@ -32,7 +33,7 @@ class FixpointCodec final : public Codec {
     GEOTRAIN_RETURN_IF_ERROR(params.ExpectEnd("fixpoint.params"));
     MatrixView(frame.shape, frame.elements, &layout.rows, &layout.cols);
     ByteReader payload(frame.payload);
-    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlock(&payload, layout, bits, out));
+    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlock(&payload, layout, bits, out, config_.threads));
     return payload.ExpectEnd("fixpoint.payload");
   }
 };

@@ -204,3 +204,37 @@ TEST(CodecConfig, ValidationNamesTheField) {
 
 }  // namespace
 }  // namespace geotrain::compression
+
+namespace geotrain::compression {
+namespace {
+
+TEST(Fixpoint, ThreadedEncodeAndDecodeGiveIdenticalFramesAndValues) {
+  // Rows not a multiple of the piece grain, columns giving rows that end mid-byte at 3 bits.
+  const int64_t rows = 3203, cols = 333;  // > 4 x 2^18 values: four pieces
+  const std::vector<float> x = MakeActivationLike(rows, cols, 5);
+  for (int bits : {3, 4, 8}) {
+    for (ScaleMode mode : {ScaleMode::kPerChannel, ScaleMode::kPerRow, ScaleMode::kPerTile}) {
+      CodecConfig config;
+      config.codec = CodecId::kFixpoint;
+      config.bits = bits;
+      config.scale_mode = mode;
+      config.tile_size = 32;
+      std::vector<uint8_t> single, threaded;
+      EncodeStats single_stats, threaded_stats;
+      auto one = MakeCodec(config);
+      ASSERT_TRUE(EncodeFrame(**one, {x.data(), DType::kFloat32, {rows, cols}}, &single, &single_stats).ok());
+      config.threads = 4;
+      auto many = MakeCodec(config);
+      ASSERT_TRUE(EncodeFrame(**many, {x.data(), DType::kFloat32, {rows, cols}}, &threaded, &threaded_stats).ok());
+      EXPECT_EQ(single, threaded) << "bits=" << bits << " mode=" << ScaleModeName(mode);
+      EXPECT_NEAR(single_stats.rel_error, threaded_stats.rel_error, 1e-6);
+      DecodedTensor a, b;
+      ASSERT_TRUE(DecodeFrame(**one, single, {}, &a).ok());
+      ASSERT_TRUE(DecodeFrame(**many, single, {}, &b).ok());
+      EXPECT_EQ(a.values, b.values);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace geotrain::compression
