@@ -8,7 +8,7 @@ void BitPacker::Append(const uint8_t* codes, size_t count) {
   if (bit_pos_ % 8 == 0) {
     uint8_t* out = out_ + bit_pos_ / 8;
     if (bits_ == 8) {
-      std::memcpy(out, codes, count);
+      if (count) std::memcpy(out, codes, count);
       bit_pos_ += 8 * count;
       return;
     }
@@ -52,7 +52,7 @@ void BitUnpacker::Read(uint8_t* codes, size_t count) {
   if (bit_pos_ % 8 == 0) {
     const uint8_t* in = in_ + bit_pos_ / 8;
     if (bits_ == 8) {
-      std::memcpy(codes, in, count);
+      if (count) std::memcpy(codes, in, count);
       bit_pos_ += 8 * count;
       return;
     }

@@ -95,7 +95,7 @@ Status DecompressPayload(Span<const uint8_t> in, uint64_t raw_len, const FrameLi
 
 void ConvertFromFloat(const float* in, DType dtype, void* out, size_t n) {
   switch (dtype) {
-    case DType::kFloat32: std::memcpy(out, in, n * 4); break;
+    case DType::kFloat32: if (n) std::memcpy(out, in, n * 4); break;
     case DType::kFloat16: FloatToHalf(in, static_cast<uint16_t*>(out), n); break;
     case DType::kBFloat16: FloatToBFloat16(in, static_cast<uint16_t*>(out), n); break;
   }
@@ -103,7 +103,7 @@ void ConvertFromFloat(const float* in, DType dtype, void* out, size_t n) {
 
 void ConvertToFloat(const void* in, DType dtype, float* out, size_t n) {
   switch (dtype) {
-    case DType::kFloat32: std::memcpy(out, in, n * 4); break;
+    case DType::kFloat32: if (n) std::memcpy(out, in, n * 4); break;
     case DType::kFloat16: HalfToFloat(static_cast<const uint16_t*>(in), out, n); break;
     case DType::kBFloat16: BFloat16ToFloat(static_cast<const uint16_t*>(in), out, n); break;
   }
