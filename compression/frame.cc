@@ -119,6 +119,11 @@ Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* 
   for (size_t i = 0; i < input.shape.size(); ++i) {
     const int64_t d = input.shape[i];
     if (d < 0) return InvalidArgument("input.shape[" + std::to_string(i) + "]: negative");
+    if (d > FrameLimits().max_elements) {
+      return InvalidArgument("input.shape[" + std::to_string(i) + "]: " + std::to_string(d) +
+                             " exceeds the frame limit of " +
+                             std::to_string(FrameLimits().max_elements) + " values");
+    }
     if (d > 0 && elements > std::numeric_limits<int64_t>::max() / d) {
       return InvalidArgument("input.shape: element count overflows");
     }
@@ -220,7 +225,9 @@ Status ParseFrame(Span<const uint8_t> frame, const FrameLimits& limits,
   int64_t elements = 1;
   for (int i = 0; i < h.ndim; ++i) {
     const int64_t d = content->shape[i];
-    if (d < 0 || (d > 0 && elements > limits.max_elements / d)) {
+    // Each dimension is bounded on its own too: [0, 2^62] holds no values but would make a
+    // codec size its per-column buffers by 2^62.
+    if (d < 0 || d > limits.max_elements || (d > 0 && elements > limits.max_elements / d)) {
       return DataLoss("frame.shape[" + std::to_string(i) + "]: " + std::to_string(d) +
                       " is negative or makes the tensor exceed " +
                       std::to_string(limits.max_elements) + " elements");

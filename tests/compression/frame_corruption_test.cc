@@ -2,6 +2,8 @@
 // leave a well-formed frame, a tensor of the declared size): never a crash or a silent misread.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "common/hash_random.h"
 #include "compression/codec.h"
 #include "compression/frame.h"
@@ -135,6 +137,15 @@ TEST(FrameCorruption, HeaderFieldsAreCheckedBeforeAnyAllocation) {
   EXPECT_NE(with(8, {9}).message().find("frame.ndim"), std::string::npos);
   // shape[0] = 2^40: far beyond the element limit.
   EXPECT_NE(with(40, {0, 0, 0, 0, 0, 1, 0, 0}).message().find("frame.shape[0]"), std::string::npos);
+  // An empty tensor with an absurd last dimension: shape = [0, 4, 2^40].
+  {
+    std::vector<uint8_t> f = frame;
+    const int64_t zero = 0, huge = int64_t{1} << 40;
+    std::memcpy(f.data() + 40, &zero, 8);
+    std::memcpy(f.data() + 56, &huge, 8);
+    UpdateFrameChecksum(f.data(), f.size());
+    EXPECT_NE(decoder.Decode(f, &out).message().find("frame.shape[2]"), std::string::npos);
+  }
   // shape[0] = -1.
   EXPECT_NE(with(40, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}).message().find("frame.shape[0]"),
             std::string::npos);
