@@ -15,13 +15,13 @@ using nlohmann::json;
 const std::string kSourceDir = GEOTRAIN_SOURCE_DIR;
 
 json Gpt2Json() {
-  return json{{"model_type", "gpt2"}, {"n_embd", 64},    {"n_layer", 4},
-              {"n_head", 4},          {"vocab_size", 50257}};
+  return json{
+      {"model_type", "gpt2"}, {"n_embd", 64}, {"n_layer", 4}, {"n_head", 4}, {"vocab_size", 50257}};
 }
 
 json LlamaJson() {
-  return json{{"model_type", "llama"},      {"hidden_size", 64},       {"intermediate_size", 172},
-              {"num_hidden_layers", 4},     {"num_attention_heads", 4}, {"vocab_size", 1000}};
+  return json{{"model_type", "llama"},  {"hidden_size", 64},        {"intermediate_size", 172},
+              {"num_hidden_layers", 4}, {"num_attention_heads", 4}, {"vocab_size", 1000}};
 }
 
 void ExpectError(const json& config, const std::string& message) {
@@ -124,7 +124,8 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
 
   config = Gpt2Json();
   config["activation_function"] = "relu";
-  ExpectError(config, "config.json: activation_function: \"relu\" is not supported (only gelu_new)");
+  ExpectError(config,
+              "config.json: activation_function: \"relu\" is not supported (only gelu_new)");
 
   config = Gpt2Json();
   config["scale_attn_by_inverse_layer_idx"] = true;
@@ -148,7 +149,8 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
 
   config = LlamaJson();
   config["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  ExpectError(config, "config.json: rope_scaling: {\"factor\":2.0,\"type\":\"linear\"} is not supported");
+  ExpectError(config,
+              "config.json: rope_scaling: {\"factor\":2.0,\"type\":\"linear\"} is not supported");
 
   config = LlamaJson();
   config["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}};

@@ -1,6 +1,8 @@
 // StagePlan, the tensor layout of each family, and InitRandomModel: what a stage reads is exactly
 // its share of what a full checkpoint holds, and a fresh checkpoint is initialised like
 // transformers' and reproducible from its seed.
+#include "models/model_layout.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 
 #include "models/init_random_model.h"
 #include "models/model_config.h"
-#include "models/model_layout.h"
 #include "models/safetensors_checkpoint.h"
 #include "models/stage_plan.h"
 #include "tests/models/temp_dir.h"
@@ -87,7 +88,8 @@ TEST(ModelLayoutTest, LlamaAndQwen2Biases) {
   EXPECT_EQ(names.count("model.layers.1.self_attn.k_proj.weight"), 1u);
   for (const TensorSpec& spec : StageTensorSpecs(config, {1, 2, false, false})) {
     if (spec.name == "model.layers.1.self_attn.k_proj.weight") {
-      EXPECT_EQ(spec.shape, (std::vector<int64_t>{32, 64}));  // 2 kv heads of 16, nn.Linear [out, in]
+      EXPECT_EQ(spec.shape,
+                (std::vector<int64_t>{32, 64}));  // 2 kv heads of 16, nn.Linear [out, in]
     }
   }
   config.family = ModelFamily::kQwen2;

@@ -1,10 +1,11 @@
 // CausalSelfAttention and rotary embeddings against direct definitions.
+#include "models/transformer/attention.h"
+
 #include <gtest/gtest.h>
 #include <torch/version.h>
 
 #include <cmath>
 
-#include "models/transformer/attention.h"
 #include "models/transformer/rotary.h"
 
 namespace geotrain::models {
@@ -17,8 +18,8 @@ at::Tensor ReferenceAttention(const at::Tensor& q, const at::Tensor& k, const at
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t kv = h / (heads / kv_heads);  // consecutive query heads share a kv head
     for (int64_t t = 0; t < seq; ++t) {
-      const at::Tensor query = q.select(1, h).select(1, t);            // [B, D]
-      const at::Tensor keys = k.select(1, kv).narrow(1, 0, t + 1);     // [B, t+1, D]
+      const at::Tensor query = q.select(1, h).select(1, t);         // [B, D]
+      const at::Tensor keys = k.select(1, kv).narrow(1, 0, t + 1);  // [B, t+1, D]
       const at::Tensor values = v.select(1, kv).narrow(1, 0, t + 1);
       const at::Tensor scores = at::einsum("bd,btd->bt", {query, keys}) / std::sqrt(dim);
       out.select(1, h).select(1, t).copy_(
@@ -70,8 +71,8 @@ TEST(RotaryTest, RotatesPairsOfHalvesByPosition) {
     for (int64_t i = 0; i < dim / 2; ++i) {
       const double angle = p * std::pow(theta, -2.0 * i / dim);
       const double x1 = x[0][0][p][i].item<double>(), x2 = x[0][0][p][i + dim / 2].item<double>();
-      EXPECT_NEAR(rotated[0][0][p][i].item<double>(),
-                  x1 * std::cos(angle) - x2 * std::sin(angle), 1e-6);
+      EXPECT_NEAR(rotated[0][0][p][i].item<double>(), x1 * std::cos(angle) - x2 * std::sin(angle),
+                  1e-6);
       EXPECT_NEAR(rotated[0][0][p][i + dim / 2].item<double>(),
                   x2 * std::cos(angle) + x1 * std::sin(angle), 1e-6);
     }

@@ -83,8 +83,8 @@ TEST(GoldenLogitsTest, Gpt2WithoutTransformerPrefix) {
   for (const std::string& name : names) {
     ASSERT_EQ(name.rfind("transformer.", 0), 0u) << name;
     buffers.push_back(*(*original)->ReadFloat32(name));
-    ASSERT_TRUE(writer.AddFloat32(name.substr(12), (*(*original)->Get(name)).shape, buffers.back())
-                    .ok());
+    ASSERT_TRUE(
+        writer.AddFloat32(name.substr(12), (*(*original)->Get(name)).shape, buffers.back()).ok());
   }
   ASSERT_TRUE(writer.Write(temp.File("model.safetensors")).ok());
   const StatusOr<std::string> config = ReadFileContents(source + "/config.json", 1 << 16);

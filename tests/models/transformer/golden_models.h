@@ -97,8 +97,7 @@ inline PipelineResult RunPipeline(const std::vector<std::unique_ptr<Stage>>& sta
   PipelineResult result;
   std::vector<at::Tensor> inputs, outputs;
   for (size_t i = 0; i < stages.size(); ++i) {
-    const at::Tensor input =
-        i == 0 ? input_ids : outputs.back().detach().requires_grad_(true);
+    const at::Tensor input = i == 0 ? input_ids : outputs.back().detach().requires_grad_(true);
     StatusOr<at::Tensor> output = stages[i]->Forward(input);
     EXPECT_TRUE(output.ok()) << output.status().ToString();
     if (!output.ok()) return result;

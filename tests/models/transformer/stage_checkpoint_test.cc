@@ -59,8 +59,8 @@ TEST(StageCheckpointTest, TiedLastStageHoldsTheEmbedding) {
   ASSERT_TRUE(stages[0] && stages[1]);
   EXPECT_EQ(stages[0]->Parameters().front().name, "model.embed_tokens.weight");
   EXPECT_EQ(stages[1]->Parameters().back().name, "model.embed_tokens.weight");
-  EXPECT_TRUE(at::equal(stages[0]->Parameters().front().tensor,
-                        stages[1]->Parameters().back().tensor));
+  EXPECT_TRUE(
+      at::equal(stages[0]->Parameters().front().tensor, stages[1]->Parameters().back().tensor));
   // Separate copies: each end's optimizer updates its own until the runtime synchronises them.
   EXPECT_NE(stages[0]->Parameters().front().tensor.data_ptr(),
             stages[1]->Parameters().back().tensor.data_ptr());
@@ -129,8 +129,8 @@ TEST(StageCheckpointTest, SavesAs16BitFloats) {
   EXPECT_EQ(view->dtype, SafetensorsDType::kBF16);
   const std::vector<float> values = *(*saved)->ReadFloat32(head.name);
   const at::Tensor expected = head.tensor.detach().to(at::kBFloat16).to(at::kFloat);
-  EXPECT_TRUE(at::equal(at::from_blob(const_cast<float*>(values.data()), expected.sizes()),
-                        expected));
+  EXPECT_TRUE(
+      at::equal(at::from_blob(const_cast<float*>(values.data()), expected.sizes()), expected));
 }
 
 // The bundled presets, initialised at random, load as stages and learn: a few plain SGD steps

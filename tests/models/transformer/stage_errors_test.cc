@@ -46,8 +46,8 @@ TEST(StageErrorsTest, FirstStageInputs) {
               "expected integer token ids [batch, seq]");
   ExpectError(stage->Forward(at::zeros({4}, at::kLong)).status(), StatusCode::kInvalidArgument,
               "input [4]: expected integer token ids");
-  ExpectError(stage->Forward(at::zeros({1, 9}, at::kLong)).status(),
-              StatusCode::kInvalidArgument, "sequence length must be in [1, 8]");
+  ExpectError(stage->Forward(at::zeros({1, 9}, at::kLong)).status(), StatusCode::kInvalidArgument,
+              "sequence length must be in [1, 8]");
   ExpectError(stage->Forward(at::full({1, 4}, 50, at::kLong)).status(),
               StatusCode::kInvalidArgument, "token ids must be in [0, 50)");
   ExpectError(stage->Forward(at::full({1, 4}, -1, at::kLong)).status(),
@@ -66,8 +66,8 @@ TEST(StageErrorsTest, LaterStageInputs) {
   EXPECT_TRUE(stage->Forward(at::zeros({2, 3, 16})).ok());
   ExpectError(stage->Forward(at::zeros({2, 3, 15})).status(), StatusCode::kInvalidArgument,
               "expected hidden states [batch, seq, 16]");
-  ExpectError(stage->Forward(at::zeros({2, 3}, at::kLong)).status(),
-              StatusCode::kInvalidArgument, "expected hidden states");
+  ExpectError(stage->Forward(at::zeros({2, 3}, at::kLong)).status(), StatusCode::kInvalidArgument,
+              "expected hidden states");
   ExpectError(stage->Forward(at::zeros({2, 3, 16}, at::kDouble)).status(),
               StatusCode::kInvalidArgument, "dtype Double, the stage computes in Float");
   ExpectError(stage->Loss(at::zeros({2, 1, 50}), at::zeros({2, 1}, at::kLong)).status(),

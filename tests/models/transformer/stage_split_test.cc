@@ -54,8 +54,8 @@ TEST_P(StageSplitTest, SameLogitsAndGradientsAsUnsplit) {
       EXPECT_LE(relative, 1e-6) << name;
       worst = std::max(worst, relative);
     }
-    std::printf("  %-14s %lld stages: max relative gradient difference %.3g\n",
-                GetParam().c_str(), static_cast<long long>(num_stages), worst);
+    std::printf("  %-14s %lld stages: max relative gradient difference %.3g\n", GetParam().c_str(),
+                static_cast<long long>(num_stages), worst);
   }
 }
 

@@ -1,0 +1,334 @@
+#include "models/model_config.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "models/file_contents.h"
+#include "models/strict_json.h"
+
+namespace geotrain::models {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kMaxConfigBytes = 1 << 20;
+// Far beyond any real model, small enough that products of two sizes cannot overflow int64.
+constexpr uint64_t kMaxDimension = 1 << 24;
+constexpr uint64_t kMaxLayers = 1 << 12;
+
+// Reads fields of one config.json object; every error names the file and the field.
+class ConfigFields {
+ public:
+  ConfigFields(const json& root, std::string source) : root_(root), source_(std::move(source)) {}
+
+  bool Has(const std::string& field) const {
+    return root_.contains(field) && !root_[field].is_null();
+  }
+  Status Error(const std::string& field, const std::string& reason) const {
+    return InvalidArgument(source_ + ": " + field + ": " + reason);
+  }
+
+  StatusOr<int64_t> RequiredSize(const std::string& field, uint64_t max_value) const {
+    if (!Has(field)) return Error(field, "missing");
+    GEOTRAIN_ASSIGN_OR_RETURN(uint64_t value,
+                              JsonToUnsigned(root_[field], source_ + ": " + field, max_value));
+    if (value == 0) return Error(field, "must be positive");
+    return static_cast<int64_t>(value);
+  }
+  StatusOr<int64_t> OptionalSize(const std::string& field, int64_t fallback,
+                                 uint64_t max_value) const {
+    if (!Has(field)) return fallback;
+    return RequiredSize(field, max_value);
+  }
+  StatusOr<double> OptionalPositiveNumber(const std::string& field, double fallback) const {
+    if (!Has(field)) return fallback;
+    const json& value = root_[field];
+    if (!value.is_number()) return Error(field, "expected a number, got " + JsonKindName(value));
+    const double number = value.get<double>();
+    if (!(number > 0) || !std::isfinite(number)) {
+      return Error(field, value.dump() + " must be a positive finite number");
+    }
+    return number;
+  }
+  StatusOr<bool> OptionalBool(const std::string& field, bool fallback) const {
+    if (!Has(field)) return fallback;
+    const json& value = root_[field];
+    if (!value.is_boolean()) return Error(field, "expected a boolean, got " + JsonKindName(value));
+    return value.get<bool>();
+  }
+  StatusOr<std::string> OptionalString(const std::string& field, std::string fallback) const {
+    if (!Has(field)) return fallback;
+    const json& value = root_[field];
+    if (!value.is_string()) return Error(field, "expected a string, got " + JsonKindName(value));
+    return value.get<std::string>();
+  }
+  // Refuses a setting whose non-default value changes the computation in a way not implemented.
+  Status RequireBool(const std::string& field, bool supported) const {
+    GEOTRAIN_ASSIGN_OR_RETURN(bool value, OptionalBool(field, supported));
+    if (value != supported) {
+      return Error(field, std::string(value ? "true" : "false") + " is not supported");
+    }
+    return OkStatus();
+  }
+  const json& operator[](const std::string& field) const { return root_[field]; }
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& root_;
+  std::string source_;
+};
+
+Status ParseGpt2(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_ASSIGN_OR_RETURN(config->vocab_size, fields.RequiredSize("vocab_size", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->hidden_size, fields.RequiredSize("n_embd", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->num_layers, fields.RequiredSize("n_layer", kMaxLayers));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->num_heads, fields.RequiredSize("n_head", kMaxDimension));
+  if (config->hidden_size % config->num_heads != 0) {
+    return fields.Error("n_head", std::to_string(config->num_heads) + " does not divide n_embd " +
+                                      std::to_string(config->hidden_size));
+  }
+  config->num_kv_heads = config->num_heads;
+  config->head_dim = config->hidden_size / config->num_heads;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->intermediate_size,
+                            fields.OptionalSize("n_inner", 4 * config->hidden_size, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
+                            fields.OptionalSize("n_positions", 1024, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->norm_eps,
+                            fields.OptionalPositiveNumber("layer_norm_epsilon", 1e-5));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->tie_word_embeddings,
+                            fields.OptionalBool("tie_word_embeddings", true));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string activation,
+                            fields.OptionalString("activation_function", "gelu_new"));
+  // gelu_pytorch_tanh is the same tanh approximation under the name transformers gives its
+  // fused kernel.
+  if (activation != "gelu_new" && activation != "gelu_pytorch_tanh") {
+    return fields.Error("activation_function",
+                        "\"" + activation + "\" is not supported (only gelu_new)");
+  }
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("scale_attn_weights", true));
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("scale_attn_by_inverse_layer_idx", false));
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("add_cross_attention", false));
+  config->attention_bias = true;  // GPT-2's Conv1D layers always carry biases
+  config->mlp_bias = true;
+  return OkStatus();
+}
+
+// rope_theta sits at the top level in configs written before transformers 5 (SmolLM2, Qwen2.5),
+// and inside rope_parameters since; rope_scaling (old) or a rope_type other than "default" (new)
+// change the frequencies, which geotrain does not implement.
+Status ParseRope(const ConfigFields& fields, ModelConfig* config) {
+  if (fields.Has("rope_scaling")) {
+    return fields.Error("rope_scaling", fields["rope_scaling"].dump() + " is not supported");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(config->rope_theta,
+                            fields.OptionalPositiveNumber("rope_theta", 10000.0));
+  if (!fields.Has("rope_parameters")) return OkStatus();
+  const json& rope = fields["rope_parameters"];
+  if (!rope.is_object()) {
+    return fields.Error("rope_parameters", "expected an object, got " + JsonKindName(rope));
+  }
+  for (const auto& [key, value] : rope.items()) {
+    if (key == "rope_type") {
+      if (value != "default") {
+        return fields.Error("rope_parameters.rope_type", value.dump() + " is not supported");
+      }
+    } else if (key == "rope_theta") {
+      ConfigFields rope_fields(rope, fields.source() + ": rope_parameters");
+      GEOTRAIN_ASSIGN_OR_RETURN(config->rope_theta,
+                                rope_fields.OptionalPositiveNumber("rope_theta", 10000.0));
+    } else if (key != "partial_rotary_factor" || value != 1.0) {
+      return fields.Error("rope_parameters." + key, value.dump() + " is not supported");
+    }
+  }
+  return OkStatus();
+}
+
+Status ParseLlamaFamily(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_ASSIGN_OR_RETURN(config->vocab_size, fields.RequiredSize("vocab_size", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->hidden_size, fields.RequiredSize("hidden_size", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->intermediate_size,
+                            fields.RequiredSize("intermediate_size", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->num_layers,
+                            fields.RequiredSize("num_hidden_layers", kMaxLayers));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->num_heads,
+                            fields.RequiredSize("num_attention_heads", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      config->num_kv_heads,
+      fields.OptionalSize("num_key_value_heads", config->num_heads, kMaxDimension));
+  if (config->num_heads % config->num_kv_heads != 0) {
+    return fields.Error("num_key_value_heads", std::to_string(config->num_kv_heads) +
+                                                   " does not divide num_attention_heads " +
+                                                   std::to_string(config->num_heads));
+  }
+  if (!fields.Has("head_dim") && config->hidden_size % config->num_heads != 0) {
+    return fields.Error("num_attention_heads", std::to_string(config->num_heads) +
+                                                   " does not divide hidden_size " +
+                                                   std::to_string(config->hidden_size));
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      config->head_dim,
+      fields.OptionalSize("head_dim", config->hidden_size / config->num_heads, kMaxDimension));
+  if (config->head_dim % 2 != 0) {
+    return fields.Error("head_dim", std::to_string(config->head_dim) +
+                                        " is odd; rotary embeddings need an even head size");
+  }
+  const bool qwen2 = config->family == ModelFamily::kQwen2;
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      config->max_positions,
+      fields.OptionalSize("max_position_embeddings", qwen2 ? 32768 : 2048, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->norm_eps, fields.OptionalPositiveNumber("rms_norm_eps", 1e-6));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->tie_word_embeddings,
+                            fields.OptionalBool("tie_word_embeddings", false));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string activation, fields.OptionalString("hidden_act", "silu"));
+  if (activation != "silu") {
+    return fields.Error("hidden_act", "\"" + activation + "\" is not supported (only silu)");
+  }
+  GEOTRAIN_RETURN_IF_ERROR(ParseRope(fields, config));
+  if (qwen2) {
+    // Qwen2 always has q/k/v biases and never an o_proj or MLP bias.
+    config->attention_bias = true;
+    config->mlp_bias = false;
+    GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("use_sliding_window", false));
+    if (fields.Has("layer_types")) {
+      const json& types = fields["layer_types"];
+      if (!types.is_array()) {
+        return fields.Error("layer_types", "expected an array, got " + JsonKindName(types));
+      }
+      for (size_t i = 0; i < types.size(); ++i) {
+        if (types[i] != "full_attention") {
+          return fields.Error("layer_types[" + std::to_string(i) + "]",
+                              types[i].dump() + " is not supported (only full_attention)");
+        }
+      }
+    }
+  } else {
+    GEOTRAIN_ASSIGN_OR_RETURN(config->attention_bias, fields.OptionalBool("attention_bias", false));
+    GEOTRAIN_ASSIGN_OR_RETURN(config->mlp_bias, fields.OptionalBool("mlp_bias", false));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+const char* ModelTypeName(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::kGpt2:
+      return "gpt2";
+    case ModelFamily::kLlama:
+      return "llama";
+    case ModelFamily::kQwen2:
+      return "qwen2";
+  }
+  return "unknown";
+}
+
+StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::string& source) {
+  GEOTRAIN_ASSIGN_OR_RETURN(json root, ParseStrictJson(text, source));
+  if (!root.is_object()) {
+    return InvalidArgument(source + ": expected a JSON object, got " + JsonKindName(root));
+  }
+  ConfigFields fields(root, source);
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string model_type, fields.OptionalString("model_type", ""));
+  ModelConfig config;
+  if (model_type == "gpt2") {
+    config.family = ModelFamily::kGpt2;
+    GEOTRAIN_RETURN_IF_ERROR(ParseGpt2(fields, &config));
+  } else if (model_type == "llama" || model_type == "qwen2") {
+    config.family = model_type == "llama" ? ModelFamily::kLlama : ModelFamily::kQwen2;
+    GEOTRAIN_RETURN_IF_ERROR(ParseLlamaFamily(fields, &config));
+  } else if (model_type.empty()) {
+    return fields.Error("model_type", "missing");
+  } else {
+    return fields.Error("model_type",
+                        "\"" + model_type + "\" is not supported (gpt2, llama, qwen2)");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(config.initializer_range,
+                            fields.OptionalPositiveNumber("initializer_range", 0.02));
+  GEOTRAIN_RETURN_IF_ERROR(ValidateModelConfig(config, source));
+  return config;
+}
+
+StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir) {
+  const std::string path = model_dir + "/config.json";
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileContents(path, kMaxConfigBytes));
+  return ParseModelConfig(text, path);
+}
+
+Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
+  const auto positive = [&](const char* field, int64_t value) -> Status {
+    if (value <= 0 || static_cast<uint64_t>(value) > kMaxDimension) {
+      return InvalidArgument(source + ": " + field + ": " + std::to_string(value) +
+                             " is not in [1, " + std::to_string(kMaxDimension) + "]");
+    }
+    return OkStatus();
+  };
+  GEOTRAIN_RETURN_IF_ERROR(positive("vocab_size", c.vocab_size));
+  GEOTRAIN_RETURN_IF_ERROR(positive("hidden_size", c.hidden_size));
+  GEOTRAIN_RETURN_IF_ERROR(positive("num_layers", c.num_layers));
+  GEOTRAIN_RETURN_IF_ERROR(positive("num_heads", c.num_heads));
+  GEOTRAIN_RETURN_IF_ERROR(positive("num_kv_heads", c.num_kv_heads));
+  GEOTRAIN_RETURN_IF_ERROR(positive("head_dim", c.head_dim));
+  GEOTRAIN_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
+  GEOTRAIN_RETURN_IF_ERROR(positive("max_positions", c.max_positions));
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return InvalidArgument(source + ": num_kv_heads: " + std::to_string(c.num_kv_heads) +
+                           " does not divide num_heads " + std::to_string(c.num_heads));
+  }
+  if (c.family == ModelFamily::kGpt2 &&
+      (c.num_kv_heads != c.num_heads || c.head_dim * c.num_heads != c.hidden_size)) {
+    return InvalidArgument(source + ": gpt2 needs num_kv_heads == num_heads and head_dim * " +
+                           "num_heads == hidden_size");
+  }
+  if (c.IsLlamaFamily() && c.head_dim % 2 != 0) {
+    return InvalidArgument(source + ": head_dim: " + std::to_string(c.head_dim) + " is odd");
+  }
+  if (!(c.norm_eps > 0) || !(c.rope_theta > 0) || !(c.initializer_range > 0)) {
+    return InvalidArgument(source +
+                           ": norm_eps, rope_theta and initializer_range must be positive");
+  }
+  return OkStatus();
+}
+
+std::string ModelConfigToJson(const ModelConfig& c) {
+  json out;
+  out["model_type"] = ModelTypeName(c.family);
+  out["vocab_size"] = c.vocab_size;
+  out["tie_word_embeddings"] = c.tie_word_embeddings;
+  out["initializer_range"] = c.initializer_range;
+  if (c.family == ModelFamily::kGpt2) {
+    out["architectures"] = {"GPT2LMHeadModel"};
+    out["n_embd"] = c.hidden_size;
+    out["n_layer"] = c.num_layers;
+    out["n_head"] = c.num_heads;
+    out["n_positions"] = c.max_positions;
+    out["n_inner"] =
+        c.intermediate_size == 4 * c.hidden_size ? json(nullptr) : json(c.intermediate_size);
+    out["layer_norm_epsilon"] = c.norm_eps;
+    out["activation_function"] = "gelu_new";
+    out["scale_attn_weights"] = true;
+    out["scale_attn_by_inverse_layer_idx"] = false;
+  } else {
+    const bool qwen2 = c.family == ModelFamily::kQwen2;
+    out["architectures"] = {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+    out["hidden_size"] = c.hidden_size;
+    out["intermediate_size"] = c.intermediate_size;
+    out["num_hidden_layers"] = c.num_layers;
+    out["num_attention_heads"] = c.num_heads;
+    out["num_key_value_heads"] = c.num_kv_heads;
+    out["head_dim"] = c.head_dim;
+    out["max_position_embeddings"] = c.max_positions;
+    out["rms_norm_eps"] = c.norm_eps;
+    // Top-level rope_theta is what every transformers release (and llama.cpp's converter) reads.
+    out["rope_theta"] = c.rope_theta;
+    out["hidden_act"] = "silu";
+    if (qwen2) {
+      out["use_sliding_window"] = false;
+    } else {
+      out["attention_bias"] = c.attention_bias;
+      out["mlp_bias"] = c.mlp_bias;
+    }
+  }
+  return out.dump(2) + "\n";
+}
+
+}  // namespace geotrain::models

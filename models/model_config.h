@@ -1,0 +1,62 @@
+// ModelConfig: the architecture of a transformer, read from a Hugging Face config.json.
+//
+// One struct covers every supported family, in family-neutral names (hidden_size, num_layers, ...);
+// ParseModelConfig maps each family's own spelling onto it (GPT-2's n_embd, Llama's hidden_size)
+// and fills absent optional fields with the defaults of the matching transformers config class, so
+// a file means here what it means to transformers. Settings that would change the computation in a
+// way geotrain does not implement (rope scaling, sliding-window attention, another activation) are
+// refused by name, never silently ignored. Plain value; thread-safe to read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace geotrain::models {
+
+enum class ModelFamily {
+  kGpt2,   // model_type "gpt2"
+  kLlama,  // model_type "llama"
+  kQwen2,  // model_type "qwen2": Llama with q/k/v biases
+};
+
+// "gpt2", "llama", "qwen2": the config.json model_type.
+const char* ModelTypeName(ModelFamily family);
+
+struct ModelConfig {
+  ModelFamily family = ModelFamily::kGpt2;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;          // gpt2: n_embd
+  int64_t num_layers = 0;           // gpt2: n_layer; llama: num_hidden_layers
+  int64_t num_heads = 0;            // gpt2: n_head
+  int64_t num_kv_heads = 0;         // == num_heads for GPT-2 (no grouped-query attention)
+  int64_t head_dim = 0;             // hidden_size / num_heads unless config.json says otherwise
+  int64_t intermediate_size = 0;    // gpt2: n_inner (null: 4 * n_embd)
+  int64_t max_positions = 0;        // gpt2: n_positions; llama: max_position_embeddings
+  double norm_eps = 0;              // gpt2: layer_norm_epsilon; llama: rms_norm_eps
+  double rope_theta = 10000.0;      // Llama family only
+  bool tie_word_embeddings = true;  // the LM head reuses the token embedding matrix
+  bool attention_bias = false;      // gpt2: always; llama: q/k/v/o (attention_bias); qwen2: q/k/v
+  bool mlp_bias = false;            // gpt2: always; llama: gate/up/down (mlp_bias); qwen2: never
+  double initializer_range = 0.02;  // std of the normal init (InitRandomModel)
+
+  bool IsLlamaFamily() const { return family != ModelFamily::kGpt2; }
+};
+
+// Parses config.json text; `source` names the file in errors, which also name the field:
+// "config.json: n_head: 5 does not divide n_embd 64".
+StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::string& source);
+// Reads `model_dir`/config.json.
+StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
+
+// Checks the invariants every consumer relies on (positive sizes, heads dividing the hidden size,
+// kv heads dividing heads, an even head_dim for RoPE). ParseModelConfig calls it; so does anything
+// that builds a ModelConfig by hand before using it.
+Status ValidateModelConfig(const ModelConfig& config, const std::string& source);
+
+// The config.json transformers writes for `config` (architectures, model_type and the family's own
+// field names), so the directories geotrain writes load in transformers too.
+std::string ModelConfigToJson(const ModelConfig& config);
+
+}  // namespace geotrain::models

@@ -1,0 +1,118 @@
+#include "models/model_layout.h"
+
+#include <algorithm>
+
+namespace geotrain::models {
+namespace {
+
+constexpr char kGpt2Prefix[] = "transformer.";
+
+class SpecList {
+ public:
+  explicit SpecList(std::vector<TensorSpec>* specs) : specs_(specs) {}
+  // GPT-2 names get the "transformer." prefix, with the bare name as the legacy alternative.
+  void AddGpt2(const std::string& name, std::vector<int64_t> shape, TensorInit init) {
+    Add(TensorSpec{kGpt2Prefix + name, name, std::move(shape), init});
+  }
+  void Add(const std::string& name, std::vector<int64_t> shape, TensorInit init) {
+    Add(TensorSpec{name, "", std::move(shape), init});
+  }
+
+ private:
+  void Add(TensorSpec spec) {
+    // A tied embedding is listed once even when both ends of the model are in one stage.
+    const auto same = [&](const TensorSpec& s) { return s.name == spec.name; };
+    if (std::none_of(specs_->begin(), specs_->end(), same)) specs_->push_back(std::move(spec));
+  }
+  std::vector<TensorSpec>* specs_;
+};
+
+void AddGpt2Specs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
+  const int64_t h = c.hidden_size;
+  if (plan.is_first) {
+    out.AddGpt2("wte.weight", {c.vocab_size, h}, TensorInit::kNormal);
+    out.AddGpt2("wpe.weight", {c.max_positions, h}, TensorInit::kNormal);
+  }
+  for (int64_t layer = plan.first_layer; layer < plan.last_layer; ++layer) {
+    const std::string p = "h." + std::to_string(layer) + ".";
+    // Conv1D stores weights as [in, out], transposed against nn.Linear.
+    out.AddGpt2(p + "ln_1.weight", {h}, TensorInit::kOnes);
+    out.AddGpt2(p + "ln_1.bias", {h}, TensorInit::kZeros);
+    out.AddGpt2(p + "attn.c_attn.weight", {h, 3 * h}, TensorInit::kNormal);
+    out.AddGpt2(p + "attn.c_attn.bias", {3 * h}, TensorInit::kZeros);
+    out.AddGpt2(p + "attn.c_proj.weight", {h, h}, TensorInit::kNormalResidual);
+    out.AddGpt2(p + "attn.c_proj.bias", {h}, TensorInit::kZeros);
+    out.AddGpt2(p + "ln_2.weight", {h}, TensorInit::kOnes);
+    out.AddGpt2(p + "ln_2.bias", {h}, TensorInit::kZeros);
+    out.AddGpt2(p + "mlp.c_fc.weight", {h, c.intermediate_size}, TensorInit::kNormal);
+    out.AddGpt2(p + "mlp.c_fc.bias", {c.intermediate_size}, TensorInit::kZeros);
+    out.AddGpt2(p + "mlp.c_proj.weight", {c.intermediate_size, h}, TensorInit::kNormalResidual);
+    out.AddGpt2(p + "mlp.c_proj.bias", {h}, TensorInit::kZeros);
+  }
+  if (plan.is_last) {
+    out.AddGpt2("ln_f.weight", {h}, TensorInit::kOnes);
+    out.AddGpt2("ln_f.bias", {h}, TensorInit::kZeros);
+    if (c.tie_word_embeddings) {
+      out.AddGpt2("wte.weight", {c.vocab_size, h}, TensorInit::kNormal);
+    } else {
+      // GPT2LMHeadModel keeps lm_head outside "transformer.".
+      out.Add("lm_head.weight", {c.vocab_size, h}, TensorInit::kNormal);
+    }
+  }
+}
+
+void AddLlamaSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
+  const int64_t h = c.hidden_size;
+  const int64_t q_size = c.num_heads * c.head_dim;
+  const int64_t kv_size = c.num_kv_heads * c.head_dim;
+  const bool qwen2 = c.family == ModelFamily::kQwen2;
+  if (plan.is_first) {
+    out.Add("model.embed_tokens.weight", {c.vocab_size, h}, TensorInit::kNormal);
+  }
+  for (int64_t layer = plan.first_layer; layer < plan.last_layer; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    out.Add(p + "input_layernorm.weight", {h}, TensorInit::kOnes);
+    const auto projection = [&](const std::string& name, int64_t out_size, int64_t in_size,
+                                bool bias) {
+      out.Add(p + name + ".weight", {out_size, in_size}, TensorInit::kNormal);
+      if (bias) out.Add(p + name + ".bias", {out_size}, TensorInit::kZeros);
+    };
+    projection("self_attn.q_proj", q_size, h, c.attention_bias);
+    projection("self_attn.k_proj", kv_size, h, c.attention_bias);
+    projection("self_attn.v_proj", kv_size, h, c.attention_bias);
+    projection("self_attn.o_proj", h, q_size, c.attention_bias && !qwen2);
+    out.Add(p + "post_attention_layernorm.weight", {h}, TensorInit::kOnes);
+    projection("mlp.gate_proj", c.intermediate_size, h, c.mlp_bias);
+    projection("mlp.up_proj", c.intermediate_size, h, c.mlp_bias);
+    projection("mlp.down_proj", h, c.intermediate_size, c.mlp_bias);
+  }
+  if (plan.is_last) {
+    out.Add("model.norm.weight", {h}, TensorInit::kOnes);
+    out.Add(c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight",
+            {c.vocab_size, h}, TensorInit::kNormal);
+  }
+}
+
+}  // namespace
+
+std::vector<TensorSpec> StageTensorSpecs(const ModelConfig& config, const StagePlan& plan) {
+  std::vector<TensorSpec> specs;
+  SpecList list(&specs);
+  if (config.family == ModelFamily::kGpt2) {
+    AddGpt2Specs(config, plan, list);
+  } else {
+    AddLlamaSpecs(config, plan, list);
+  }
+  return specs;
+}
+
+std::vector<TensorSpec> ModelTensorSpecs(const ModelConfig& config) {
+  return StageTensorSpecs(config, WholeModelPlan(config));
+}
+
+std::string TokenEmbeddingName(const ModelConfig& config) {
+  return config.family == ModelFamily::kGpt2 ? std::string(kGpt2Prefix) + "wte.weight"
+                                             : "model.embed_tokens.weight";
+}
+
+}  // namespace geotrain::models

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Writes tests/golden/models/<name>/: tiny random Hugging Face checkpoints and reference outputs.
+
+For each model family geotrain implements, builds a tiny transformers model with fixed seeds,
+gives every parameter a non-trivial random value (norm weights near but not equal to one, non-zero
+biases, weights large enough that every layer visibly changes the logits), and saves it with
+save_pretrained, as a user's checkpoint arrives. Next to it, reference.safetensors holds:
+
+  input_ids  I64 [2, 12]   random token ids
+  labels     I64 [2, 12]   input_ids with a few positions set to -100 (ignored by the loss)
+  logits     F64 [2, 12, vocab]   transformers' logits, computed in float64
+  loss       F64 []        the mean next-token cross-entropy of those logits against `labels`
+                           (float64; transformers' own loss upcasts only to float32)
+
+The reference runs in float64 from the float32 weights stored in the checkpoint, with
+transformers' default attention (sdpa). transformers computes RMSNorm statistics and rotary angles
+in float32 whatever the model's dtype; for this float64 reference those two islands are widened to
+float64 (widened_float32_islands; float32 and 16-bit models compute exactly as before), so the
+reference is the exact answer and the C++ float64 run must match it within 1e-9 - a check of the
+formulas themselves. The C++ float32 run is compared within 1e-4.
+The qwen2 checkpoint is saved in several shards (model.safetensors.index.json) so that sharded
+loading is tested on files transformers wrote.
+
+  python3 -m venv /tmp/goldenvenv && /tmp/goldenvenv/bin/pip install -r scripts/golden/requirements.txt
+  /tmp/goldenvenv/bin/python scripts/golden/make_model_golden.py
+"""
+
+import contextlib
+import os
+import shutil
+
+import torch
+from safetensors.torch import save_file
+import transformers
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM)
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+OUT = os.path.join(ROOT, "tests", "golden", "models")
+BATCH, SEQ = 2, 12
+
+
+def models():
+    """(directory name, model class, config, max_shard_size or None)."""
+    yield ("gpt2", GPT2LMHeadModel,
+           GPT2Config(n_embd=32, n_layer=4, n_head=4, n_positions=64, vocab_size=256,
+                      layer_norm_epsilon=1e-5, bos_token_id=0, eos_token_id=0), None)
+    # Llama as most checkpoints have it: no biases, untied LM head, grouped-query attention.
+    yield ("llama", LlamaForCausalLM,
+           LlamaConfig(hidden_size=32, intermediate_size=80, num_hidden_layers=4,
+                       num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                       max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=500.0,
+                       tie_word_embeddings=False, bos_token_id=0, eos_token_id=0), None)
+    # Llama's optional parts: attention_bias (q/k/v/o), mlp_bias, a head_dim that is not
+    # hidden_size / num_attention_heads, one key/value head for all, tied embeddings.
+    yield ("llama_variant", LlamaForCausalLM,
+           LlamaConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=1, head_dim=12, vocab_size=128,
+                       max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=10000.0,
+                       attention_bias=True, mlp_bias=True, tie_word_embeddings=True,
+                       bos_token_id=0, eos_token_id=0), None)
+    # Qwen2: q/k/v biases, tied embeddings, 3 query heads per key/value head, sharded files.
+    yield ("qwen2", Qwen2ForCausalLM,
+           Qwen2Config(hidden_size=48, intermediate_size=96, num_hidden_layers=4,
+                       num_attention_heads=6, num_key_value_heads=2, vocab_size=300,
+                       max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                       tie_word_embeddings=True, bos_token_id=0, eos_token_id=0), "120KB")
+
+
+@contextlib.contextmanager
+def widened_float32_islands():
+    """Computes RMSNorm statistics and rotary angles in max(dtype, float32), not always float32."""
+    from transformers.models.llama import modeling_llama
+    from transformers.models.qwen2 import modeling_qwen2
+
+    def rms_norm_forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.promote_types(input_dtype, torch.float32))
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+    @torch.no_grad()
+    def rotary_forward(self, x, position_ids):
+        assert self.rope_type == "default" and self.attention_scaling == 1.0
+        dtype = torch.promote_types(x.dtype, torch.float32)
+        config = self.config
+        base = config.rope_parameters["rope_theta"]
+        dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=dtype) / dim))
+        freqs = position_ids[..., None].to(dtype) * inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    patched = []
+    for module, prefix in ((modeling_llama, "Llama"), (modeling_qwen2, "Qwen2")):
+        for cls, forward in ((getattr(module, prefix + "RMSNorm"), rms_norm_forward),
+                             (getattr(module, prefix + "RotaryEmbedding"), rotary_forward)):
+            patched.append((cls, cls.forward))
+            cls.forward = forward
+    try:
+        yield
+    finally:
+        for cls, forward in patched:
+            cls.forward = forward
+
+
+def randomize(model):
+    """Values far from the default init, so a wrong bias, norm or rotation shows in the logits."""
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith(".bias"):
+                parameter.copy_(0.1 * torch.randn_like(parameter))
+            elif name.endswith("norm.weight") or ".ln_" in name:
+                parameter.copy_(1.0 + 0.2 * torch.randn_like(parameter))
+            else:
+                parameter.copy_(0.15 * torch.randn_like(parameter))
+
+
+def make(name, model_class, config, max_shard_size, seed):
+    torch.manual_seed(seed)
+    model = model_class(config).float().eval()
+    randomize(model)
+    out_dir = os.path.join(OUT, name)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    kwargs = {"max_shard_size": max_shard_size} if max_shard_size else {}
+    model.save_pretrained(out_dir, **kwargs)
+    generation_config = os.path.join(out_dir, "generation_config.json")
+    if os.path.exists(generation_config):
+        os.remove(generation_config)
+
+    vocab = config.vocab_size
+    input_ids = torch.randint(0, vocab, (BATCH, SEQ), dtype=torch.int64)
+    labels = input_ids.clone()
+    labels[0, 3] = -100
+    labels[1, 7] = -100
+    # Reload what was written, as the C++ side does.
+    reloaded = model_class.from_pretrained(out_dir, attn_implementation="sdpa").eval()
+    with torch.no_grad():
+        float32_logits = reloaded(input_ids=input_ids).logits.double()
+        with widened_float32_islands():
+            # The widening changes nothing in float32.
+            assert torch.equal(reloaded(input_ids=input_ids).logits.double(), float32_logits)
+            output = reloaded.double()(input_ids=input_ids, labels=labels)
+        logits = output.logits
+        loss = torch.nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, vocab), labels[:, 1:].reshape(-1), ignore_index=-100)
+        assert abs(loss.item() - output.loss.item()) < 1e-5, (loss.item(), output.loss.item())
+    save_file({
+        "input_ids": input_ids,
+        "labels": labels,
+        "logits": logits.contiguous(),
+        "loss": loss.reshape([]).contiguous(),
+    }, os.path.join(out_dir, "reference.safetensors"),
+        # One key: safetensors writes metadata in hash order, and the file should be reproducible.
+        metadata={"source": f"make_model_golden.py, transformers {transformers.__version__}, "
+                            f"torch {torch.__version__}"})
+    sizes = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
+    print(f"{name}: {sizes} bytes in {sorted(os.listdir(out_dir))}; loss {loss.item():.6f}; "
+          f"logit range {logits.abs().max().item():.3f}; transformers float32 vs float64 "
+          f"max diff {(float32_logits - logits).abs().max().item():.2e}")
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for seed, (name, model_class, config, shard) in enumerate(models()):
+        make(name, model_class, config, shard, seed=1000 + seed)
+
+
+if __name__ == "__main__":
+    main()
