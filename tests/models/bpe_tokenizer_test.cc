@@ -10,7 +10,7 @@
 
 #include "models/tokenizer/tokenizer_loaders.h"
 #include "tests/models/gpt2_tokenizer_files.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/models/tiny_bpe_files.h"
 
 namespace geotrain::models {
@@ -124,7 +124,7 @@ TEST(BpeTokenizerTest, AddedTokensMatchLeftmostLongest) {
 }
 
 TEST(BpeTokenizerTest, MergesApplyByRank) {
-  testing::TempDir dir;
+  geotrain::testing::TempDir dir;
   const std::string vocab = dir.Write("vocab.json", testing::TinyVocab().dump());
   const std::string merges = dir.Write("merges.txt", testing::TinyMergesText());
   auto tokenizer = LoadVocabMergesTokenizer(vocab, merges, {std::vector<std::string>{"<|eot|>"}});
@@ -135,7 +135,7 @@ TEST(BpeTokenizerTest, MergesApplyByRank) {
 }
 
 TEST(BpeTokenizerTest, AddPrefixSpaceAndIgnoreMerges) {
-  testing::TempDir dir;
+  geotrain::testing::TempDir dir;
   nlohmann::json json = testing::TinyTokenizerJson();
   json["pre_tokenizer"]["add_prefix_space"] = true;
   auto prefixed = LoadTokenizerJson(dir.Write("a.json", json.dump()));

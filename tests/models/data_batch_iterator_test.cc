@@ -10,14 +10,14 @@
 #include "models/data/dataset.h"
 #include "models/data/sample_id.h"
 #include "tests/models/data_test_tokenizer.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models::data {
 namespace {
 
 using geotrain::models::testing::kTinyEndOfText;
 using geotrain::models::testing::kTinyEndOfTextId;
-using geotrain::models::testing::TempDir;
+using geotrain::testing::TempDir;
 using geotrain::models::testing::TinyDataTokenizer;
 
 constexpr int64_t kSeqLength = 8;

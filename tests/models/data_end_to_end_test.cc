@@ -9,13 +9,13 @@
 #include "models/data/dataset.h"
 #include "models/data/sample_id.h"
 #include "tests/models/gpt2_tokenizer_files.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models::data {
 namespace {
 
 using geotrain::models::testing::Gpt2FromVocabMerges;
-using geotrain::models::testing::TempDir;
+using geotrain::testing::TempDir;
 
 std::string CorpusPath(const std::string& name) {
   return std::string(GEOTRAIN_SOURCE_DIR) + "/examples/data/shakespeare/" + name;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/models/tiny_bpe_files.h"
 
 namespace geotrain::models::testing {
@@ -18,7 +18,7 @@ constexpr int32_t kTinyEndOfTextId = 261;
 constexpr const char* kTinyEndOfText = "<|eot|>";
 
 inline std::unique_ptr<BpeTokenizer> LoadTinyDataTokenizer(bool add_prefix_space = false) {
-  TempDir dir;
+  ::geotrain::testing::TempDir dir;
   const std::string vocab = dir.Write("vocab.json", TinyVocab().dump());
   const std::string merges = dir.Write("merges.txt", TinyMergesText());
   VocabMergesOptions options;

@@ -10,14 +10,14 @@
 #include "models/data/tokenized_source.h"
 #include "models/data/tokenizer_fingerprint.h"
 #include "tests/models/data_test_tokenizer.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models::data {
 namespace {
 
 using geotrain::models::testing::kTinyEndOfTextId;
 using geotrain::models::testing::LoadTinyDataTokenizer;
-using geotrain::models::testing::TempDir;
+using geotrain::testing::TempDir;
 using geotrain::models::testing::TinyDataTokenizer;
 
 std::vector<uint32_t> ToVector(Span<const uint32_t> tokens) {

@@ -15,12 +15,12 @@
 #include "models/model_config.h"
 #include "models/safetensors_checkpoint.h"
 #include "models/stage_plan.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
 
-using testing::TempDir;
+using geotrain::testing::TempDir;
 
 const std::string kSourceDir = GEOTRAIN_SOURCE_DIR;
 

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "models/safetensors_writer.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
 
-using testing::TempDir;
+using geotrain::testing::TempDir;
 
 constexpr char kIndex[] = R"({
   "metadata": {"total_size": 40},

@@ -9,7 +9,7 @@
 
 #include "models/safetensors.h"
 #include "models/safetensors_header.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
@@ -130,7 +130,7 @@ TEST(SafetensorsHostileHeaderTest, EveryMalformedFieldIsNamed) {
 }
 
 TEST(SafetensorsHostileHeaderTest, OpenNamesTheFile) {
-  testing::TempDir dir;
+  geotrain::testing::TempDir dir;
   const std::string path =
       dir.Write("bad.safetensors",
                 MakeFile(R"({"w":{"dtype":"F32","shape":[2,-3],"data_offsets":[0,4]}})", 4));

@@ -11,12 +11,12 @@
 #include "common/half.h"
 #include "models/safetensors.h"
 #include "models/safetensors_writer.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
 
-using testing::TempDir;
+using geotrain::testing::TempDir;
 
 std::vector<float> Ramp(size_t n, float scale) {
   std::vector<float> v(n);

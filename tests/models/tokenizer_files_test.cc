@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/models/tiny_bpe_files.h"
 
 namespace geotrain::models {
 namespace {
 
 using nlohmann::json;
-using testing::TempDir;
+using geotrain::testing::TempDir;
 
 void ExpectErrorContains(const Status& s, const std::vector<std::string>& wanted,
                          const std::string& label) {

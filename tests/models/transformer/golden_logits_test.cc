@@ -9,7 +9,7 @@
 #include "models/file_contents.h"
 #include "models/safetensors_checkpoint.h"
 #include "models/safetensors_writer.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/models/transformer/golden_models.h"
 
 namespace geotrain::models {
@@ -72,7 +72,7 @@ TEST(GoldenLogitsTest, BFloat16IsClose) {
 // The original openai-community/gpt2 files were saved from GPT2Model: "wte.weight", not
 // "transformer.wte.weight". Both spellings load, and a stage saves under the spelling it read.
 TEST(GoldenLogitsTest, Gpt2WithoutTransformerPrefix) {
-  testing::TempDir temp;
+  geotrain::testing::TempDir temp;
   const std::string source = GoldenModelDir("gpt2");
   auto original = SafetensorsCheckpoint::OpenDirectory(source);
   ASSERT_TRUE(original.ok());

@@ -13,7 +13,7 @@
 #include "models/file_contents.h"
 #include "models/init_random_model.h"
 #include "models/safetensors_checkpoint.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/models/transformer/golden_models.h"
 
 namespace geotrain::models {
@@ -25,7 +25,7 @@ using testing::LoadPipeline;
 using testing::MaxAbsDiff;
 using testing::MustLoadStage;
 using testing::ReadGoldenReference;
-using testing::TempDir;
+using geotrain::testing::TempDir;
 
 void CopyConfig(const std::string& from_dir, const TempDir& to) {
   const StatusOr<std::string> text = ReadFileContents(from_dir + "/config.json", 1 << 16);

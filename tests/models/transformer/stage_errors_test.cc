@@ -5,7 +5,7 @@
 
 #include "models/init_random_model.h"
 #include "models/safetensors_writer.h"
-#include "tests/models/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/models/transformer/golden_models.h"
 
 namespace geotrain::models {
@@ -13,7 +13,7 @@ namespace {
 
 using testing::GoldenModelDir;
 using testing::MustLoadStage;
-using testing::TempDir;
+using geotrain::testing::TempDir;
 
 void ExpectError(const Status& status, StatusCode code, const std::string& fragment) {
   EXPECT_EQ(status.code(), code) << status.ToString();

@@ -7,13 +7,13 @@
 #include <fstream>
 #include <string>
 
-namespace geotrain::models::testing {
+namespace geotrain::testing {
 
 class TempDir {
  public:
   TempDir() {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/geotrain_models_XXXXXX";
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/geotrain_test_XXXXXX";
     path_ = ::mkdtemp(pattern.data()) ? pattern : std::string();
   }
   ~TempDir() {
@@ -37,4 +37,4 @@ class TempDir {
   std::string path_;
 };
 
-}  // namespace geotrain::models::testing
+}  // namespace geotrain::testing
