@@ -1,9 +1,8 @@
-// Timing helpers shared by the benchmarks: best-of-N wall time and a memcpy baseline.
+// Timing helpers shared by the benchmarks.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -20,17 +19,6 @@ double BestSeconds(int reps, Fn&& fn) {
     best = std::min(best, took.count());
   }
   return best;
-}
-
-// Single-thread memcpy bandwidth in GB/s for buffers of `bytes` (source bytes per second).
-inline double MemcpyGbps(size_t bytes, int reps) {
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
-  std::memcpy(dst.data(), src.data(), bytes);  // fault the pages in first
-  const double s = BestSeconds(reps, [&] {
-    std::memcpy(dst.data(), src.data(), bytes);
-    asm volatile("" : : "r"(dst.data()) : "memory");
-  });
-  return bytes / s / 1e9;
 }
 
 }  // namespace geotrain::bench

@@ -7,7 +7,7 @@ namespace geotrain::bench {
 
 struct CodecsBenchOptions {
   bool quick = false;  // 2 repetitions instead of `reps`
-  int reps = 7;
+  int reps = 9;
   std::string filter;  // substring of the setting name
 };
 

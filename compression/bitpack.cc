@@ -31,6 +31,18 @@ void BitPacker::Append(const uint8_t* codes, size_t count) {
       count -= 4 * quads;
     }
   }
+  // Any width, byte-aligned: 8 codes of b bits fill exactly b bytes.
+  if (bit_pos_ % 8 == 0 && count >= 8) {
+    uint8_t* out = out_ + bit_pos_ / 8;
+    const size_t groups = count / 8;
+    for (size_t g = 0; g < groups; ++g, codes += 8, out += bits_) {
+      uint64_t word = 0;
+      for (int k = 0; k < 8; ++k) word = (word << bits_) | codes[k];
+      for (int byte = bits_ - 1; byte >= 0; --byte, word >>= 8) out[byte] = static_cast<uint8_t>(word);
+    }
+    bit_pos_ += static_cast<uint64_t>(groups) * 8 * bits_;
+    count -= groups * 8;
+  }
   // General path: OR each code into place, most significant bits first.
   for (size_t i = 0; i < count; ++i) {
     const uint32_t code = codes[i];
@@ -80,6 +92,17 @@ void BitUnpacker::Read(uint8_t* codes, size_t count) {
     }
   }
   const uint32_t mask = (1u << bits_) - 1;
+  if (bit_pos_ % 8 == 0 && count >= 8) {
+    const uint8_t* in = in_ + bit_pos_ / 8;
+    const size_t groups = count / 8;
+    for (size_t g = 0; g < groups; ++g, codes += 8, in += bits_) {
+      uint64_t word = 0;
+      for (int byte = 0; byte < bits_; ++byte) word = (word << 8) | in[byte];
+      for (int k = 7; k >= 0; --k, word >>= bits_) codes[k] = static_cast<uint8_t>(word & mask);
+    }
+    bit_pos_ += static_cast<uint64_t>(groups) * 8 * bits_;
+    count -= groups * 8;
+  }
   for (size_t i = 0; i < count; ++i) {
     const uint64_t byte = bit_pos_ >> 3;
     const int offset = static_cast<int>(bit_pos_ & 7);

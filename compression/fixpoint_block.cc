@@ -21,6 +21,19 @@ constexpr float kHalfMax = 65504.0f;
 constexpr uint8_t kScalesF16 = 0;
 constexpr uint8_t kScalesF32 = 1;
 
+// max|x| of n values; eight independent lanes let the compiler vectorise the reduction.
+float MaxAbsSpan(const float* x, int64_t n) {
+  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], std::fabs(x[i + l]));
+  }
+  for (; i < n; ++i) lanes[0] = std::max(lanes[0], std::fabs(x[i]));
+  float m = 0;
+  for (float v : lanes) m = std::max(m, v);
+  return m;
+}
+
 // max|x| per scale group over rows [begin, end). Per channel, `amax` is this range's own array of
 // `cols` partial maxima (merged by the caller); per row or tile, each row writes its own entries.
 void MaxAbsRows(const float* x, const QuantLayout& l, int64_t begin, int64_t end, float* amax) {
@@ -31,19 +44,13 @@ void MaxAbsRows(const float* x, const QuantLayout& l, int64_t begin, int64_t end
       case ScaleMode::kPerChannel:
         for (int64_t c = 0; c < l.cols; ++c) amax[c] = std::max(amax[c], std::fabs(row[c]));
         break;
-      case ScaleMode::kPerRow: {
-        float m = 0;
-        for (int64_t c = 0; c < l.cols; ++c) m = std::max(m, std::fabs(row[c]));
-        amax[r] = m;
+      case ScaleMode::kPerRow:
+        amax[r] = MaxAbsSpan(row, l.cols);
         break;
-      }
       case ScaleMode::kPerTile: {
         float* tile_max = amax + r * l.TilesPerRow();
         for (int64_t c0 = 0, t = 0; c0 < l.cols; c0 += l.tile, ++t) {
-          const int64_t end_c = std::min(l.cols, c0 + l.tile);
-          float m = 0;
-          for (int64_t c = c0; c < end_c; ++c) m = std::max(m, std::fabs(row[c]));
-          tile_max[t] = m;
+          tile_max[t] = MaxAbsSpan(row + c0, std::min(l.cols, c0 + l.tile) - c0);
         }
         break;
       }
@@ -250,15 +257,17 @@ Status EncodeFixpointBlock(const float* x, const QuantLayout& l, const QuantizeO
         rs = row_step.data();
       }
       float* row_hat = xhat ? xhat + r * l.cols : nullptr;
+      // 8-bit codes are their own packing: write them in place.
+      uint8_t* row_codes = o.bits == 8 ? packed + static_cast<uint64_t>(r) * l.cols : codes.data();
       if (o.rounding == Rounding::kNearest) {
-        QuantizeRowNearest(x + r * l.cols, rm, rs, l.cols, f, codes.data(), row_hat,
+        QuantizeRowNearest(x + r * l.cols, rm, rs, l.cols, f, row_codes, row_hat,
                            &piece_err[piece], &piece_norm[piece]);
       } else {
         QuantizeRowStochastic(x + r * l.cols, rm, rs, l.cols, f, o,
-                              static_cast<uint64_t>(r) * l.cols, codes.data(), row_hat,
+                              static_cast<uint64_t>(r) * l.cols, row_codes, row_hat,
                               &piece_err[piece], &piece_norm[piece]);
       }
-      packer.Append(codes.data(), l.cols);
+      if (o.bits != 8) packer.Append(codes.data(), l.cols);
     }
   });
   double err_sq = 0, norm_sq = 0;

@@ -1,5 +1,6 @@
 #include "compression/frame.h"
 
+#define XXH_INLINE_ALL  // compiled with our -march, so XXH3 uses AVX2 whatever the packaged library does
 #include <xxhash.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_d_windowLogMax
 #include <zstd.h>
