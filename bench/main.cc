@@ -2,6 +2,9 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/codecs_bench.h"
+#ifdef GEOTRAIN_BENCH_WITH_TORCH
+#include "bench/stage_bench.h"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{"geotrain benchmarks: one JSON object per line on stdout"};
@@ -13,7 +16,28 @@ int main(int argc, char** argv) {
   codecs_cmd->add_option("--reps", codecs.reps, "timed repetitions per measurement (best is kept)");
   codecs_cmd->add_option("--filter", codecs.filter, "only settings whose name contains this");
 
+#ifdef GEOTRAIN_BENCH_WITH_TORCH
+  geotrain::bench::StageBenchOptions stage;
+  CLI::App* stage_cmd =
+      app.add_subcommand("stage", "forward+backward tokens/s of one pipeline stage on CPU");
+  stage_cmd->add_option("--config", stage.config_path, "config.json (default: gpt2-tiny)");
+  stage_cmd->add_option("--stages", stage.stages, "split the layers into this many stages")
+      ->capture_default_str();
+  stage_cmd->add_option("--stage", stage.stage, "the stage to time")->capture_default_str();
+  stage_cmd->add_option("--seq-length", stage.seq_length, "tokens per sequence")
+      ->capture_default_str();
+  stage_cmd->add_option("--batch", stage.batch, "sequences per step")->capture_default_str();
+  stage_cmd->add_option("--threads", stage.threads, "LibTorch threads (0: its default)")
+      ->capture_default_str();
+  stage_cmd->add_option("--reps", stage.reps, "timed repetitions (best is kept)")
+      ->capture_default_str();
+  stage_cmd->add_flag("--quick", stage.quick, "2 repetitions, seq_length 32 (CI smoke run)");
+#endif
+
   CLI11_PARSE(app, argc, argv);
   if (codecs_cmd->parsed()) return geotrain::bench::RunCodecsBench(codecs);
+#ifdef GEOTRAIN_BENCH_WITH_TORCH
+  if (stage_cmd->parsed()) return geotrain::bench::RunStageBench(stage);
+#endif
   return 2;
 }

@@ -6,8 +6,9 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
-  # training core
-  libtorch-dev libgloo-dev libzstd-dev libxxhash-dev libspdlog-dev libfmt-dev
+  # training core (libopenblas0-pthread: Debian's LibTorch calls BLAS through the alternatives
+  # system, which otherwise points at the slow reference BLAS)
+  libtorch-dev libopenblas0-pthread libgloo-dev libzstd-dev libxxhash-dev libspdlog-dev libfmt-dev
   # control plane
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libssl-dev prometheus-cpp-dev

@@ -1,0 +1,108 @@
+// geotrain: the command-line program. This file only declares the flags and calls the commands
+// (cli/*_command.h); exit codes are in cli/exit_codes.h and cli/README.md.
+//
+// Local commands: tokenize, eval, model init, checkpoint merge. The control-plane commands
+// (submit, status, jobs, cancel, workers, links, logs) join as further subcommands that share
+// `-o table|json` (OutputFormatNames) and a --coordinator option of their own.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/checkpoint_merge_command.h"
+#include "cli/eval_command.h"
+#include "cli/exit_codes.h"
+#include "cli/model_init_command.h"
+#include "cli/output_format.h"
+#include "cli/tokenize_command.h"
+
+namespace {
+
+using namespace geotrain::cli;  // NOLINT: main wires this module's commands only
+
+int Fail(const geotrain::Status& status) {
+  std::cerr << "geotrain: " << status.ToString() << "\n";
+  return kExitFailure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"geotrain: fine-tune LLMs over slow WAN links"};
+  app.require_subcommand(1);
+
+  TokenizeOptions tokenize;
+  CLI::App* tokenize_cmd =
+      app.add_subcommand("tokenize", "UTF-8 text on stdin -> token ids as a JSON array");
+  tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer_dir,
+                           "directory with tokenizer.json, or vocab.json + merges.txt")
+      ->required();
+
+  EvalOptions eval;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "loss and perplexity of a model on a text file");
+  eval_cmd->add_option("--model", eval.model_dir, "Hugging Face model directory")->required();
+  eval_cmd->add_option("--tokenizer", eval.tokenizer_dir, "tokenizer directory")->required();
+  eval_cmd->add_option("--data", eval.data_path, "text file, tokenized as one text")->required();
+  eval_cmd->add_option("--seq-length", eval.seq_length, "tokens per block")->required();
+  eval_cmd->add_option("--batch-size", eval.batch_size, "blocks per forward pass")
+      ->capture_default_str();
+  eval_cmd->add_option("-o,--output", eval.format, "table or json")
+      ->transform(CLI::CheckedTransformer(OutputFormatNames(), CLI::ignore_case))
+      ->default_str("table");
+
+  CLI::App* model_cmd = app.add_subcommand("model", "model directories");
+  model_cmd->require_subcommand(1);
+  ModelInitOptions model_init;
+  CLI::App* model_init_cmd =
+      model_cmd->add_subcommand("init", "write a randomly initialised Hugging Face directory");
+  model_init_cmd->add_option("--config", model_init.config_path, "config.json")->required();
+  model_init_cmd->add_option("--out", model_init.out_dir, "output directory")->required();
+  model_init_cmd->add_option("--seed", model_init.seed, "random seed")->required();
+
+  CLI::App* checkpoint_cmd = app.add_subcommand("checkpoint", "checkpoints");
+  checkpoint_cmd->require_subcommand(1);
+  CheckpointMergeOptions merge;
+  CLI::App* merge_cmd = checkpoint_cmd->add_subcommand(
+      "merge", "join per-stage safetensors shards into one Hugging Face directory");
+  merge_cmd->add_option("--shards", merge.inputs,
+                        "stage shard files, or directories searched for *.safetensors")
+      ->required();
+  merge_cmd->add_option("--config", merge.config_path,
+                        "config.json (default: in the first --shards directory)");
+  merge_cmd->add_option("--out", merge.out_dir, "output directory (absent or empty)")->required();
+  merge_cmd->add_option("--max-shard-bytes", merge.max_shard_bytes,
+                        "split larger outputs into shards + index")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help (code 0) or the usage error
+    return code == 0 ? kExitSuccess : kExitUsage;
+  }
+
+  if (tokenize_cmd->parsed()) {
+    const geotrain::Status status = RunTokenize(tokenize, std::cin, std::cout);
+    return status.ok() ? kExitSuccess : Fail(status);
+  }
+  if (eval_cmd->parsed()) {
+    const geotrain::StatusOr<EvalResult> result = RunEval(eval);
+    if (!result.ok()) return Fail(result.status());
+    std::cout << FormatEvalResult(*result, eval.format) << std::endl;
+    return kExitSuccess;
+  }
+  if (model_init_cmd->parsed()) {
+    const geotrain::Status status = RunModelInit(model_init);
+    if (!status.ok()) return Fail(status);
+    std::cerr << "wrote " << model_init.out_dir << "\n";
+    return kExitSuccess;
+  }
+  if (merge_cmd->parsed()) {
+    const geotrain::StatusOr<CheckpointMergeResult> result = RunCheckpointMerge(merge);
+    if (!result.ok()) return Fail(result.status());
+    std::cerr << "merged " << result->tensors << " tensors from " << result->input_files
+              << " file(s) into " << merge.out_dir << " (" << result->output_files
+              << " safetensors file(s), " << result->bytes << " bytes)\n";
+    return kExitSuccess;
+  }
+  return kExitUsage;
+}
