@@ -1,7 +1,7 @@
 // geotrain: the command-line program. This file only declares the flags and calls the commands
 // (cli/*_command.h); exit codes are in cli/exit_codes.h and cli/README.md.
 //
-// Local commands: tokenize, eval, model init, checkpoint merge. The control-plane commands
+// Local commands: tokenize, eval, model init, model import, checkpoint merge. The control-plane commands
 // (submit, status, jobs, cancel, workers, links, logs) join as further subcommands that share
 // `-o table|json` (OutputFormatNames) and a --coordinator option of their own.
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@
 #include "cli/eval_command.h"
 #include "cli/exit_codes.h"
 #include "cli/model_init_command.h"
+#include "models/gguf/gguf_import.h"
 #include "cli/output_format.h"
 #include "cli/tokenize_command.h"
 
@@ -58,6 +59,12 @@ int main(int argc, char** argv) {
   model_init_cmd->add_option("--out", model_init.out_dir, "output directory")->required();
   model_init_cmd->add_option("--seed", model_init.seed, "random seed")->required();
 
+  std::string import_gguf, import_out;
+  CLI::App* model_import_cmd = model_cmd->add_subcommand(
+      "import", "turn a llama.cpp GGUF model (e.g. SmolLM2) into a Hugging Face directory");
+  model_import_cmd->add_option("--gguf", import_gguf, "the .gguf file")->required();
+  model_import_cmd->add_option("--out", import_out, "output directory")->required();
+
   CLI::App* checkpoint_cmd = app.add_subcommand("checkpoint", "checkpoints");
   checkpoint_cmd->require_subcommand(1);
   CheckpointMergeOptions merge;
@@ -94,6 +101,12 @@ int main(int argc, char** argv) {
     const geotrain::Status status = RunModelInit(model_init);
     if (!status.ok()) return Fail(status);
     std::cerr << "wrote " << model_init.out_dir << "\n";
+    return kExitSuccess;
+  }
+  if (model_import_cmd->parsed()) {
+    const geotrain::Status status = geotrain::models::ImportGgufModel(import_gguf, import_out);
+    if (!status.ok()) return Fail(status);
+    std::cerr << "wrote " << import_out << "\n";
     return kExitSuccess;
   }
   if (merge_cmd->parsed()) {
