@@ -7,9 +7,9 @@
 // (tokenizer.ggml.pre), which is translated to the pre-tokenizer of the original tokenizer.json:
 //   "gpt-2"   -> ByteLevel (the GPT-2 split pattern)
 //   "smollm"  -> Sequence[Digits(individual_digits), ByteLevel]  (SmolLM/SmolLM2)
-// Other names are refused. Note that LoadTokenizerJson does not yet implement the Digits
-// pre-tokenizer and refuses the SmolLM2 file by name; writing the faithful form keeps Hugging Face
-// tools tokenizing it exactly as the original. Thread-safe (no shared state).
+// Other names are refused. LoadTokenizerJson implements both (digits_splitter.h), but refuses
+// SmolLM2's file because its vocabulary lacks tokens for 21 bytes (BpeModel needs all 256).
+// Thread-safe (no shared state).
 #pragma once
 
 #include <string>

@@ -69,8 +69,10 @@ void BpeTokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) 
     prefixed.append(text);
     text = prefixed;
   }
+  std::vector<std::string_view> digit_pieces;
+  SplitDigits(text, options_.digits, &digit_pieces);
   std::vector<std::string_view> pieces;
-  SplitGpt2Pretokens(text, &pieces);
+  for (std::string_view digit_piece : digit_pieces) SplitGpt2Pretokens(digit_piece, &pieces);
   for (std::string_view piece : pieces) model_->EncodePiece(piece, ids);
 }
 

@@ -1,7 +1,8 @@
 // BpeTokenizer: GPT-2 style byte-level BPE tokenizer: text <-> token ids.
 //
 // Encode: added tokens are cut out first (added_token_matcher.h), the text between them is split
-// by the GPT-2 pattern (gpt2_pretokenizer.h), and each piece is byte-pair encoded (bpe_model.h).
+// by the Digits pre-tokenizer when configured (digits_splitter.h), then by the GPT-2 pattern
+// (gpt2_pretokenizer.h), and each piece is byte-pair encoded (bpe_model.h).
 // Decode: each id's bytes are concatenated, so decode(encode(s)) == s for any byte string s,
 // valid UTF-8 or not. Build one with the loaders in tokenizer_loaders.h.
 //
@@ -19,6 +20,7 @@
 #include "common/status.h"
 #include "models/tokenizer/added_token_matcher.h"
 #include "models/tokenizer/bpe_model.h"
+#include "models/tokenizer/digits_splitter.h"
 
 namespace geotrain::models {
 
@@ -27,6 +29,9 @@ struct BpeTokenizerOptions {
   // tokenizes like a later one (ByteLevel "add_prefix_space"; false for GPT-2). Decode does not
   // remove it.
   bool add_prefix_space = false;
+  // A Digits pre-tokenizer before ByteLevel (digits_splitter.h): the GPT-2 pattern then runs on
+  // each of its pieces, so a digit never joins a neighbouring piece (SmolLM2: kIndividual).
+  DigitSplitting digits = DigitSplitting::kNone;
 };
 
 class BpeTokenizer {

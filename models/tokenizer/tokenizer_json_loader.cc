@@ -64,7 +64,8 @@ class TokenizerJsonReader {
     return OkStatus();
   }
 
-  // pre_tokenizer: ByteLevel with the GPT-2 pattern, alone or alone in a Sequence.
+  // pre_tokenizer: ByteLevel with the GPT-2 pattern, alone or in a Sequence, optionally after
+  // Digits (SmolLM2: Sequence[Digits{individual_digits: true}, ByteLevel]).
   Status CheckPreTokenizer(BpeTokenizerOptions* options) const {
     const json* pre = Field(root_, "pre_tokenizer");
     std::string field = "pre_tokenizer";
@@ -73,15 +74,21 @@ class TokenizerJsonReader {
     if (!pre->is_object()) return Error(field, "expected an object, got " + JsonKindName(*pre));
     const json* type = Field(*pre, "type");
     if (type != nullptr && type->is_string() && type->get<std::string>() == "Sequence") {
+      constexpr const char* kSupportedSequences =
+          "a Sequence must hold exactly one ByteLevel pre-tokenizer, or Digits then ByteLevel";
       const json* members = Field(*pre, "pretokenizers");
-      if (members == nullptr || !members->is_array() || members->size() != 1 ||
-          !(*members)[0].is_object()) {
+      if (members == nullptr || !members->is_array() || members->empty() || members->size() > 2 ||
+          !(*members)[0].is_object() || !members->back().is_object()) {
         return Unsupported("pre_tokenizer.pretokenizers",
-                           members ? members->dump().substr(0, 200) : "null",
-                           "a Sequence must hold exactly one ByteLevel pre-tokenizer");
+                           members ? members->dump().substr(0, 200) : "null", kSupportedSequences);
       }
-      pre = &(*members)[0];
-      field = "pre_tokenizer.pretokenizers[0]";
+      if (members->size() == 2) {
+        GEOTRAIN_ASSIGN_OR_RETURN(options->digits,
+                                  CheckDigits((*members)[0], "pre_tokenizer.pretokenizers[0]",
+                                              kSupportedSequences));
+      }
+      field = "pre_tokenizer.pretokenizers[" + std::to_string(members->size() - 1) + "]";
+      pre = &members->back();
       type = Field(*pre, "type");
     }
     if (type == nullptr || !type->is_string() || type->get<std::string>() != "ByteLevel") {
@@ -95,7 +102,25 @@ class TokenizerJsonReader {
     }
     GEOTRAIN_ASSIGN_OR_RETURN(options->add_prefix_space,
                               Bool(*pre, "add_prefix_space", field + ".add_prefix_space", false));
+    if (options->add_prefix_space && options->digits != DigitSplitting::kNone) {
+      // ByteLevel would prefix every piece Digits left, each digit included.
+      return Unsupported(field + ".add_prefix_space", "true",
+                         "not implemented after a Digits pre-tokenizer");
+    }
     return OkStatus();
+  }
+
+  // A Digits member of a pre_tokenizer Sequence: how it splits.
+  StatusOr<DigitSplitting> CheckDigits(const json& digits, const std::string& field,
+                                       const char* supported) const {
+    const json* type = Field(digits, "type");
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "Digits") {
+      return Unsupported(field + ".type", type ? type->dump() : "null", supported);
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        const bool individual,
+        Bool(digits, "individual_digits", field + ".individual_digits", false));
+    return individual ? DigitSplitting::kIndividual : DigitSplitting::kContiguous;
   }
 
   StatusOr<std::vector<AddedToken>> AddedTokens() const {
