@@ -7,8 +7,8 @@
 // (tokenizer.ggml.pre), which is translated to the pre-tokenizer of the original tokenizer.json:
 //   "gpt-2"   -> ByteLevel (the GPT-2 split pattern)
 //   "smollm"  -> Sequence[Digits(individual_digits), ByteLevel]  (SmolLM/SmolLM2)
-// Other names are refused. LoadTokenizerJson implements both (digits_splitter.h), but refuses
-// SmolLM2's file because its vocabulary lacks tokens for 21 bytes (BpeModel needs all 256).
+// Other names are refused. LoadTokenizerJson implements both (digits_splitter.h). SmolLM2's
+// vocabulary lacks tokens for 21 bytes, which the tokenizer drops as Hugging Face does.
 // Thread-safe (no shared state).
 #pragma once
 

@@ -39,17 +39,15 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
                              Quoted(a) + " and " + Quoted(b));
     }
   }
+  // A byte without a token is dropped when encoding, as Hugging Face tokenizers does for a BPE
+  // model with no unk_token and no byte_fallback (SmolLM2's vocabulary lacks 21 bytes). Such a
+  // tokenizer cannot round-trip text containing those bytes; MissingBytes() lets callers say so.
   for (int b = 0; b < 256; ++b) {
     std::string spelling;
     AppendUtf8(ByteToAlphabetCodePoint(static_cast<uint8_t>(b)), &spelling);
     auto it = vocab.find(spelling);
-    if (it == vocab.end()) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "0x%02X", b);
-      return InvalidArgument(vocab_source + ": no token for byte " + hex + " (" + Quoted(spelling) +
-                             "); byte-level BPE needs all 256 bytes");
-    }
-    model->byte_ids_[b] = it->second;
+    model->byte_ids_[b] = it == vocab.end() ? kNoToken : it->second;
+    if (it == vocab.end()) model->missing_bytes_.push_back(static_cast<uint8_t>(b));
   }
 
   model->merges_.reserve(merges.size());
@@ -107,10 +105,17 @@ void BpeModel::Merge(std::string_view piece, std::vector<int32_t>* ids) const {
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
-  const int32_t n = static_cast<int32_t>(piece.size());
+  // Bytes without a token are left out before merging, so their neighbours may merge.
+  std::vector<int32_t> byte_tokens;
+  byte_tokens.reserve(piece.size());
+  for (char c : piece) {
+    const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
+    if (id != kNoToken) byte_tokens.push_back(id);
+  }
+  const int32_t n = static_cast<int32_t>(byte_tokens.size());
   std::vector<Symbol> symbols(n);
   for (int32_t i = 0; i < n; ++i) {
-    symbols[i] = {byte_ids_[static_cast<uint8_t>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
+    symbols[i] = {byte_tokens[i], i - 1, i + 1 < n ? i + 1 : -1, true};
   }
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
   for (int32_t i = 0; i + 1 < n; ++i) {

@@ -1,9 +1,10 @@
 // BpeModel: byte-level byte-pair encoding of one pre-token: vocabulary, ranked merges, merge loop.
 //
-// A pre-token's bytes start as one symbol per byte (the vocabulary must spell all 256 bytes);
-// then the adjacent pair with the lowest merge rank is merged, leftmost first on ties, until no
-// pair has a merge. This is the order Hugging Face tokenizers uses (a min-heap of rank, position),
-// which gives the same ids as OpenAI's original GPT-2 encoder. Results for short pieces are cached.
+// A pre-token's bytes start as one symbol per byte (a byte the vocabulary lacks is dropped, as
+// Hugging Face does without unk_token or byte_fallback); then the adjacent pair with the lowest
+// merge rank is merged, leftmost first on ties, until no pair has a merge. This is the order
+// Hugging Face tokenizers uses (a min-heap of rank, position), which gives the same ids as
+// OpenAI's original GPT-2 encoder. Results for short pieces are cached.
 //
 // Immutable after Create except for the cache, which a mutex guards: thread-safe.
 #pragma once
@@ -56,6 +57,8 @@ class BpeModel {
   std::optional<int32_t> IdOf(const std::string& spelling) const;
   const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
   size_t merge_count() const { return merges_.size(); }
+  // Bytes the vocabulary has no token for; EncodePiece drops them (see bpe_model.cc).
+  const std::vector<uint8_t>& MissingBytes() const { return missing_bytes_; }
 
  private:
   struct MergeResult {
@@ -69,9 +72,12 @@ class BpeModel {
   const MergeResult* FindMerge(int32_t left, int32_t right) const;
   void Merge(std::string_view piece, std::vector<int32_t>* ids) const;
 
+  static constexpr int32_t kNoToken = -1;
+
   BpeModelOptions options_;
   std::unordered_map<std::string, int32_t> vocab_;
-  int32_t byte_ids_[256];
+  int32_t byte_ids_[256];         // kNoToken for a byte the vocabulary lacks
+  std::vector<uint8_t> missing_bytes_;
   std::unordered_map<uint64_t, MergeResult> merges_;
 
   mutable std::mutex cache_mutex_;
