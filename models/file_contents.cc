@@ -9,7 +9,7 @@
 
 namespace geotrain::models {
 
-StatusOr<std::string> ReadFileContents(const std::string& path, size_t max_bytes) {
+StatusOr<OpenedFile> OpenRegularFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -21,12 +21,18 @@ StatusOr<std::string> ReadFileContents(const std::string& path, size_t max_bytes
     ::close(fd);
     return InvalidArgument(path + ": not a regular file");
   }
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+  return OpenedFile{fd, static_cast<size_t>(st.st_size)};
+}
+
+StatusOr<std::string> ReadFileContents(const std::string& path, size_t max_bytes) {
+  GEOTRAIN_ASSIGN_OR_RETURN(const OpenedFile file, OpenRegularFile(path));
+  const int fd = file.fd;
+  if (file.size > max_bytes) {
     ::close(fd);
-    return OutOfRange(path + ": " + std::to_string(st.st_size) + " bytes exceeds the limit of " +
+    return OutOfRange(path + ": " + std::to_string(file.size) + " bytes exceeds the limit of " +
                       std::to_string(max_bytes));
   }
-  std::string contents(static_cast<size_t>(st.st_size), '\0');
+  std::string contents(file.size, '\0');
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::read(fd, contents.data() + done, contents.size() - done);

@@ -1,28 +1,19 @@
 #include "models/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "models/file_contents.h"
+
 namespace geotrain::models {
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string message = path + ": cannot open: " + std::strerror(err);
-    return err == ENOENT ? NotFound(message) : Unavailable(message);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return InvalidArgument(path + ": not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
+  GEOTRAIN_ASSIGN_OR_RETURN(const OpenedFile file, OpenRegularFile(path));
+  const int fd = file.fd;
+  const size_t size = file.size;
   const uint8_t* data = nullptr;
   if (size > 0) {  // mmap refuses a length of 0
     void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
