@@ -1,0 +1,140 @@
+// StageAssignment: everything one rank needs to train its pipeline stage in its replica.
+//
+// A plain value: geotrain-run fills it from the seed projects' flags or a job YAML
+// (run_config.h), the worker daemon from the coordinator's Assignment protobuf, tests by hand.
+// The runtime never reads flags, files of settings or the network to learn what to do.
+//
+// Rank layout of a job with S stages and D replicas (global rank = dp_rank * S + stage):
+//   stage s of replica r talks to stage s-1 and s+1 of replica r (pipeline links), and to
+//   stage s of every replica (its data-parallel group). See stage_links.h for the groups.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "compression/codec_config.h"
+#include "models/data/weighted_source_list.h"
+
+namespace geotrain::runtime {
+
+enum class ScheduleKind : uint8_t {
+  kGPipe = 0,     // all forwards of a step, then all backwards
+  kOneFOneB = 1,  // 1F1B: warm-up forwards, then alternate, then drain backwards
+};
+enum class LrDecay : uint8_t { kConstant = 0, kLinear = 1, kCosine = 2 };
+
+// How the replicas of a stage agree on their parameters.
+enum class DataParallelMode : uint8_t {
+  kAllReduce = 0,          // average the gradients (float32 all-reduce)
+  kPowerSgd = 1,           // Optimus-CC: PowerSGD gradients on the first K stages, all-reduce after
+  kCocktail = 2,           // CocktailSGD: model differences, sharded compressed exchange
+  kQuantizedMomentum = 3,  // AC-SGD end-to-end: Adam's first moment, 8-bit with error feedback
+};
+
+const char* ScheduleKindName(ScheduleKind kind);  // "gpipe", "1f1b"
+StatusOr<ScheduleKind> ParseScheduleKind(const std::string& name);
+const char* LrDecayName(LrDecay decay);  // "constant", "linear", "cosine"
+StatusOr<LrDecay> ParseLrDecay(const std::string& name);
+const char* DataParallelModeName(DataParallelMode mode);  // "allreduce", "powersgd", "cocktail",
+                                                          // "quantized-momentum"
+StatusOr<DataParallelMode> ParseDataParallelMode(const std::string& name);
+
+struct OptimizerSettings {
+  double lr = 1e-4;                // peak learning rate
+  double min_lr = 0.0;             // where linear / cosine decay ends
+  int64_t lr_warmup_steps = 0;     // linear ramp from 0 to lr over these steps
+  LrDecay lr_decay = LrDecay::kLinear;
+  double weight_decay = 0.01;      // decoupled (AdamW); not applied to 1-D tensors (norms, biases)
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double max_grad_norm = 1.0;      // global norm over every stage; 0 turns clipping off
+};
+
+struct DataSettings {
+  std::vector<models::data::WeightedSource> train;  // the mixture (path:weight)
+  std::vector<models::data::WeightedSource> valid;  // evaluation sources; empty: no evaluation
+  std::string tokenizer_dir;  // vocab.json + merges.txt or tokenizer.json; empty: model_dir
+  std::string cache_dir;      // token cache; empty: none
+  int64_t seq_length = 128;
+  // Samples per epoch over all replicas; 0: every block of the mixture once.
+  uint64_t samples_per_epoch = 0;
+};
+
+struct DataParallelSettings {
+  DataParallelMode mode = DataParallelMode::kAllReduce;
+  // kPowerSgd: rank, and the stages compressed (Optimus-CC selective stage compression: stages
+  // < compressed_stages; -1: all).
+  int powersgd_rank = 128;
+  int compressed_stages = -1;
+  // kCocktail: the codec (random_ratio, topk_ratio, quant_bits, quant_group, mask_mode, seed);
+  // kQuantizedMomentum: the fixpoint codec of the momentum (bits, tile).
+  compression::CodecConfig codec;
+  // kCocktail: run the exchange of step t during step t+1's compute (one step stale).
+  bool overlap = true;
+};
+
+struct CompressionSettings {
+  compression::CodecConfig forward;   // activations sent downstream
+  compression::CodecConfig backward;  // activation gradients sent upstream
+  // Optimus-CC: compress only the backward sends of the pipeline's drain phase.
+  bool backward_epilogue_only = false;
+  // MCBench learned autoencoder on every pipeline link: hidden -> dim at the end of a stage,
+  // dim -> hidden at the start of the next, trained with the model. 0: off. The encoded values
+  // then travel through `forward` / `backward` like any activation.
+  int autoencoder_dim = 0;
+  DataParallelSettings data_parallel;
+  // Everything goes uncompressed (codec none, plain all-reduce) for the first warmup_steps steps,
+  // and for the first warmup_epochs epochs (AC-SGD fills its caches in the first epoch).
+  int64_t warmup_steps = 0;
+  int64_t warmup_epochs = 0;
+  // Optimus-CC fused embedding synchronisation of tied embeddings (one all-reduce over the first
+  // and last stages of every replica instead of two).
+  bool fused_embedding_sync = true;
+};
+
+struct TrainingSettings {
+  int64_t micro_batch_size = 1;  // samples per micro-batch
+  int64_t micro_batches = 1;     // micro-batches per step per replica
+  int64_t total_steps = 100;
+  ScheduleKind schedule = ScheduleKind::kGPipe;
+  uint64_t seed = 42;            // data order, codec seeds, initial weights of new parts
+  int64_t eval_every = 0;        // steps between evaluations; 0: never
+  int64_t eval_batches = 4;      // micro-batches per evaluation
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0: never
+  int keep_checkpoints = 3;      // complete checkpoints kept; older ones are deleted
+  std::string checkpoint_dir;    // shared by all ranks; empty: no checkpoints, no resume
+  bool resume = true;            // continue from the newest complete checkpoint if there is one
+  std::string profile_path;      // Chrome trace of this rank; empty: none
+  double timeout_seconds = 300;  // every transport operation
+};
+
+struct StageAssignment {
+  std::string model_dir;  // Hugging Face directory: config.json + *.safetensors
+  int stage = 0;
+  int num_stages = 1;
+  // Layers [first_layer, last_layer) of this stage; both -1: an even split (SplitLayersEvenly).
+  int64_t first_layer = -1;
+  int64_t last_layer = -1;
+  int dp_rank = 0;
+  int dp_size = 1;
+  std::string dtype = "f32";  // parameters and compute: f32, bf16, f16
+
+  OptimizerSettings optimizer;
+  DataSettings data;
+  CompressionSettings compression;
+  TrainingSettings training;
+
+  int global_rank() const { return dp_rank * num_stages + stage; }
+  int world_size() const { return dp_size * num_stages; }
+  bool is_first_stage() const { return stage == 0; }
+  bool is_last_stage() const { return stage == num_stages - 1; }
+
+  // Checks ranges and combinations; the message names the field ("training.micro_batches: 0 is
+  // not positive").
+  Status Validate() const;
+};
+
+}  // namespace geotrain::runtime
