@@ -5,6 +5,9 @@
 #ifdef GEOTRAIN_BENCH_WITH_TORCH
 #include "bench/stage_bench.h"
 #endif
+#ifdef GEOTRAIN_BENCH_WITH_RUNTIME
+#include "bench/pipeline_bench.h"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{"geotrain benchmarks: one JSON object per line on stdout"};
@@ -34,10 +37,23 @@ int main(int argc, char** argv) {
   stage_cmd->add_flag("--quick", stage.quick, "2 repetitions, seq_length 32 (CI smoke run)");
 #endif
 
+#ifdef GEOTRAIN_BENCH_WITH_RUNTIME
+  geotrain::bench::PipelineBenchOptions pipeline;
+  CLI::App* pipeline_cmd = app.add_subcommand(
+      "pipeline", "convergence and wire bytes of compression settings, 2 stages x 2 replicas");
+  pipeline_cmd->add_flag("--quick", pipeline.quick, "24 short steps per setting (CI smoke run)");
+  pipeline_cmd->add_option("--steps", pipeline.steps, "training steps per setting");
+  pipeline_cmd->add_option("--filter", pipeline.filter,
+                           "only settings whose name contains this (and the baseline)");
+#endif
+
   CLI11_PARSE(app, argc, argv);
   if (codecs_cmd->parsed()) return geotrain::bench::RunCodecsBench(codecs);
 #ifdef GEOTRAIN_BENCH_WITH_TORCH
   if (stage_cmd->parsed()) return geotrain::bench::RunStageBench(stage);
+#endif
+#ifdef GEOTRAIN_BENCH_WITH_RUNTIME
+  if (pipeline_cmd->parsed()) return geotrain::bench::RunPipelineBench(pipeline);
 #endif
   return 2;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_clock.h"
+#include "bench/scratch_dir.h"
 #include "models/file_contents.h"
 #include "models/init_random_model.h"
 #include "models/model_config.h"
@@ -19,24 +20,6 @@
 namespace geotrain::bench {
 
 namespace {
-
-// A temporary model directory, removed afterwards.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/geotrain_bench_XXXXXX";
-    if (::mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 int Fail(const Status& status) {
   std::cerr << "geotrain-bench stage: " << status.ToString() << "\n";

@@ -1,0 +1,19 @@
+// SumOverPipeline: adds one number over the stages of a replica along the pipeline links.
+//
+// Global-norm gradient clipping needs Σ‖g‖² over every stage. The stages of a replica share no
+// group of their own (only adjacent pairs), so the partial sum travels down the chain and the
+// total comes back up: 2 (S - 1) small messages, once per step. The links must be idle (every
+// tensor send of the step flushed, every expected message received), since these frames follow
+// the step's traffic in order.
+#pragma once
+
+#include "common/status.h"
+#include "net/transport.h"
+
+namespace geotrain::runtime {
+
+// `upstream` / `downstream` are the stage's pair links (null at the ends of the pipeline).
+StatusOr<double> SumOverPipeline(double local, net::Transport* upstream,
+                                 net::Transport* downstream, net::Timeout timeout);
+
+}  // namespace geotrain::runtime

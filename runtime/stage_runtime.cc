@@ -1,0 +1,563 @@
+#include "runtime/stage_runtime.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "compression/delta_codec.h"
+#include "models/model_config.h"
+#include "models/model_layout.h"
+#include "runtime/autoencoder.h"
+#include "runtime/embedding_sync.h"
+#include "runtime/grad_clip.h"
+#include "runtime/lr_schedule.h"
+#include "runtime/pipeline_reduce.h"
+
+namespace geotrain::runtime {
+namespace {
+
+// The trace's clock, so that timed spans and trace events agree.
+using Clock = TraceWriter::Clock;
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+StatusOr<at::ScalarType> ScalarTypeOf(const std::string& dtype) {
+  if (dtype == "f32") return at::kFloat;
+  if (dtype == "bf16") return at::kBFloat16;
+  if (dtype == "f16") return at::kHalf;
+  return InvalidArgument("dtype: \"" + dtype + "\" is not one of f32, bf16, f16");
+}
+
+StatusOr<models::StagePlan> PlanOf(const StageAssignment& assignment,
+                                   const models::ModelConfig& config) {
+  if (assignment.first_layer < 0) {
+    GEOTRAIN_ASSIGN_OR_RETURN(std::vector<models::StagePlan> plans,
+                              models::SplitLayersEvenly(config, assignment.num_stages));
+    return plans[assignment.stage];
+  }
+  models::StagePlan plan;
+  plan.first_layer = assignment.first_layer;
+  plan.last_layer = assignment.last_layer;
+  plan.is_first = assignment.is_first_stage();
+  plan.is_last = assignment.is_last_stage();
+  GEOTRAIN_RETURN_IF_ERROR(models::ValidateStagePlan(plan, config));
+  return plan;
+}
+
+// Sums a link's totals into a step's figures (differences of cumulative totals).
+struct LinkSnapshot {
+  LinkTotals totals;
+  static LinkTotals Of(const TensorSender* sender) { return sender ? sender->totals() : LinkTotals{}; }
+  static LinkTotals Of(const TensorReceiver* receiver) {
+    return receiver ? receiver->totals() : LinkTotals{};
+  }
+};
+
+}  // namespace
+
+// What a micro-batch keeps between its forward and its backward.
+struct StageRuntime::MicroBatch {
+  std::vector<uint64_t> sample_ids;
+  at::Tensor tokens;  // first stage: the input ids
+  at::Tensor input;   // other stages: the received activation (a leaf that requires grad)
+  at::Tensor output;  // what the backward starts from: the scaled loss, or the sent activation
+};
+
+StageRuntime::~StageRuntime() = default;
+
+StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignment& assignment,
+                                                             StageLinks links) {
+  GEOTRAIN_RETURN_IF_ERROR(assignment.Validate());
+  std::unique_ptr<StageRuntime> runtime(new StageRuntime());
+  runtime->assignment_ = assignment;
+  runtime->links_ = std::move(links);
+  const int s = assignment.stage;
+  const int num_stages = assignment.num_stages;
+  if ((s > 0) != (runtime->links_.upstream != nullptr) ||
+      (s + 1 < num_stages) != (runtime->links_.downstream != nullptr) ||
+      (assignment.dp_size > 1) != (runtime->links_.data_parallel != nullptr)) {
+    return InvalidArgument("links: the transports given do not match stage " + std::to_string(s) +
+                           " of " + std::to_string(num_stages) + " with " +
+                           std::to_string(assignment.dp_size) + " replicas");
+  }
+
+  GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config, models::LoadModelConfig(assignment.model_dir));
+  GEOTRAIN_ASSIGN_OR_RETURN(models::StagePlan plan, PlanOf(assignment, config));
+  GEOTRAIN_ASSIGN_OR_RETURN(at::ScalarType dtype, ScalarTypeOf(assignment.dtype));
+  GEOTRAIN_ASSIGN_OR_RETURN(runtime->stage_,
+                            models::LoadStage(assignment.model_dir, plan, at::kCPU, dtype));
+  GEOTRAIN_ASSIGN_OR_RETURN(runtime->data_, TrainingData::Open(assignment));
+
+  runtime->parameters_ = runtime->stage_->Parameters();
+  const int dim = assignment.compression.autoencoder_dim;
+  if (dim > 0) {
+    if (s + 1 < num_stages) {
+      runtime->encoder_ = MakeAutoencoderEncoder(config.hidden_size, dim, assignment.training.seed,
+                                                 s, dtype);
+      runtime->parameters_.push_back(*runtime->encoder_);
+    }
+    if (s > 0) {
+      runtime->decoder_ = MakeAutoencoderDecoder(config.hidden_size, dim,
+                                                 assignment.training.seed, s - 1, dtype);
+      runtime->parameters_.push_back(*runtime->decoder_);
+    }
+  }
+
+  // Tied embeddings split over stages: synced through the embedding group; with the fused sync
+  // the data-parallel sync leaves that tensor alone, otherwise it goes in a bucket of its own.
+  runtime->tied_embedding_sync_ = NeedsEmbeddingGroup(assignment, config.tie_word_embeddings) &&
+                                  (plan.is_first || plan.is_last);
+  if (runtime->tied_embedding_sync_ && !runtime->links_.embedding) {
+    return InvalidArgument("links.embedding: tied embeddings need the embedding group");
+  }
+  if (runtime->tied_embedding_sync_ &&
+      assignment.compression.data_parallel.mode == DataParallelMode::kCocktail) {
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        runtime->compressed_embedding_,
+        CompressedEmbeddingSync::Create(assignment.compression.data_parallel.codec));
+  }
+  const std::string embedding_name = models::TokenEmbeddingName(config);
+  DataParallelContext dp;
+  dp.stage = s;
+  dp.group = runtime->links_.data_parallel.get();
+  dp.groups.emplace_back();
+  std::vector<models::NamedParameter> fused_embedding;  // synced by embedding_sync.h alone
+  for (const models::NamedParameter& p : runtime->parameters_) {
+    if (runtime->tied_embedding_sync_ && p.name == embedding_name) {
+      (UsesFusedEmbeddingGroup(assignment) ? fused_embedding : dp.groups.emplace_back())
+          .push_back(p);
+      continue;
+    }
+    dp.groups.front().push_back(p);
+  }
+  // AdamW's moments in the sync's bucket order (quantized momentum averages them bucket-wise).
+  std::vector<models::NamedParameter> in_bucket_order;
+  for (const auto& group : dp.groups) {
+    in_bucket_order.insert(in_bucket_order.end(), group.begin(), group.end());
+  }
+  in_bucket_order.insert(in_bucket_order.end(), fused_embedding.begin(), fused_embedding.end());
+  AdamWOptions adam;
+  adam.beta1 = assignment.optimizer.beta1;
+  adam.beta2 = assignment.optimizer.beta2;
+  adam.eps = assignment.optimizer.eps;
+  adam.weight_decay = assignment.optimizer.weight_decay;
+  runtime->optimizer_ = std::make_unique<AdamW>(std::move(in_bucket_order), adam);
+  dp.optimizer = runtime->optimizer_.get();
+  dp.timeout = runtime->timeout();
+  dp.seed = assignment.training.seed;
+  GEOTRAIN_ASSIGN_OR_RETURN(runtime->data_parallel_,
+                            CreateDataParallelSync(assignment.compression.data_parallel, std::move(dp)));
+
+  const CompressionSettings& compression = assignment.compression;
+  if (runtime->links_.downstream) {
+    GEOTRAIN_ASSIGN_OR_RETURN(runtime->to_next_,
+                              TensorSender::Create(runtime->links_.downstream.get(), 1,
+                                                   compression.forward, runtime->timeout()));
+    runtime->from_next_ = std::make_unique<TensorReceiver>(
+        runtime->links_.downstream.get(), 1, compression.backward, runtime->timeout());
+  }
+  if (runtime->links_.upstream) {
+    GEOTRAIN_ASSIGN_OR_RETURN(runtime->to_prev_,
+                              TensorSender::Create(runtime->links_.upstream.get(), 0,
+                                                   compression.backward, runtime->timeout()));
+    runtime->from_prev_ = std::make_unique<TensorReceiver>(
+        runtime->links_.upstream.get(), 0, compression.forward, runtime->timeout());
+  }
+
+  runtime->schedule_ = BuildPipelineSchedule(assignment.training.schedule, s, num_stages,
+                                             static_cast<int>(assignment.training.micro_batches));
+  runtime->warmup_steps_ =
+      std::max<int64_t>(compression.warmup_steps,
+                        compression.warmup_epochs *
+                            static_cast<int64_t>(runtime->data_->batches_per_epoch() /
+                                                 assignment.training.micro_batches));
+  if (!assignment.training.checkpoint_dir.empty()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        CheckpointStore store,
+        CheckpointStore::Open(assignment.training.checkpoint_dir, s, num_stages,
+                              assignment.dp_rank, assignment.dp_size));
+    runtime->checkpoints_.emplace(std::move(store));
+  }
+  runtime->trace_ = std::make_unique<TraceWriter>(
+      assignment.training.profile_path, assignment.global_rank(),
+      "stage " + std::to_string(s) + " replica " + std::to_string(assignment.dp_rank));
+  return runtime;
+}
+
+net::Timeout StageRuntime::timeout() const {
+  return net::Timeout(static_cast<int64_t>(assignment_.training.timeout_seconds * 1000));
+}
+
+bool StageRuntime::CompressionActive(int64_t step) const { return step >= warmup_steps_; }
+
+const at::Tensor* StageRuntime::TiedEmbedding() const {
+  if (!tied_embedding_sync_) return nullptr;
+  const std::string name = models::TokenEmbeddingName(stage_->config());
+  for (const models::NamedParameter& p : parameters_) {
+    if (p.name == name) return &p.tensor;
+  }
+  return nullptr;
+}
+
+StatusOr<StepResult> StageRuntime::Step() {
+  const Clock::time_point start = Clock::now();
+  StepResult result;
+  GEOTRAIN_RETURN_IF_ERROR(RunSchedule(&result));
+  GEOTRAIN_RETURN_IF_ERROR(SynchronizeGradients(&result));
+  GEOTRAIN_RETURN_IF_ERROR(ApplyOptimizer(&result));
+  result.step_seconds = SecondsSince(start);
+  return result;
+}
+
+Status StageRuntime::RunSchedule(StepResult* result) {
+  const bool compress = CompressionActive(step_);
+  result->step = step_ + 1;
+  result->compressed = compress;
+  const LinkTotals sent_next = LinkSnapshot::Of(to_next_.get());
+  const LinkTotals sent_prev = LinkSnapshot::Of(to_prev_.get());
+  const LinkTotals got_prev = LinkSnapshot::Of(from_prev_.get());
+  const LinkTotals got_next = LinkSnapshot::Of(from_next_.get());
+  const Clock::time_point start = Clock::now();
+
+  std::vector<MicroBatch> batches(static_cast<size_t>(assignment_.training.micro_batches));
+  if (assignment_.is_first_stage()) {
+    for (MicroBatch& mb : batches) {
+      GEOTRAIN_ASSIGN_OR_RETURN(models::data::Batch batch, data_->NextTrain());
+      mb.tokens = TrainingData::BatchTokens(batch, assignment_.data.seq_length);
+      mb.sample_ids = std::move(batch.sample_ids);
+    }
+  }
+  double loss_sum = 0;
+  for (const PipelineOp& op : schedule_) {
+    if (op.kind == PipelineOp::Kind::kForward) {
+      GEOTRAIN_RETURN_IF_ERROR(Forward(op.micro_batch, batches, compress));
+      if (assignment_.is_last_stage()) {
+        loss_sum += batches[op.micro_batch].output.item<double>();
+      }
+    } else {
+      GEOTRAIN_RETURN_IF_ERROR(Backward(op.micro_batch, op.epilogue, batches, compress));
+    }
+  }
+  GEOTRAIN_RETURN_IF_ERROR(FlushSends());
+  if (assignment_.is_last_stage()) result->loss = loss_sum;
+
+  auto delta = [](const LinkTotals& now, const LinkTotals& before) {
+    LinkTotals d;
+    d.raw_bytes = now.raw_bytes - before.raw_bytes;
+    d.wire_bytes = now.wire_bytes - before.wire_bytes;
+    d.codec_seconds = now.codec_seconds - before.codec_seconds;
+    d.wait_seconds = now.wait_seconds - before.wait_seconds;
+    d.relative_error_sum = now.relative_error_sum - before.relative_error_sum;
+    d.frames = now.frames - before.frames;
+    return d;
+  };
+  const LinkTotals fwd = delta(LinkSnapshot::Of(to_next_.get()), sent_next);
+  const LinkTotals bwd = delta(LinkSnapshot::Of(to_prev_.get()), sent_prev);
+  const LinkTotals in_prev = delta(LinkSnapshot::Of(from_prev_.get()), got_prev);
+  const LinkTotals in_next = delta(LinkSnapshot::Of(from_next_.get()), got_next);
+  result->raw_bytes.forward = fwd.raw_bytes;
+  result->wire_bytes.forward = fwd.wire_bytes;
+  result->raw_bytes.backward = bwd.raw_bytes;
+  result->wire_bytes.backward = bwd.wire_bytes;
+  result->forward_relative_error = fwd.frames ? fwd.relative_error_sum / fwd.frames : 0;
+  result->codec_seconds =
+      fwd.codec_seconds + bwd.codec_seconds + in_prev.codec_seconds + in_next.codec_seconds;
+  result->comm_seconds =
+      fwd.wait_seconds + bwd.wait_seconds + in_prev.wait_seconds + in_next.wait_seconds;
+  result->compute_seconds = SecondsSince(start) - result->codec_seconds - result->comm_seconds;
+  return OkStatus();
+}
+
+Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, bool compress) {
+  MicroBatch& mb = batches[micro_batch];
+  const uint64_t step = static_cast<uint64_t>(step_);
+  at::Tensor input;
+  if (assignment_.is_first_stage()) {
+    input = mb.tokens;
+  } else {
+    MicroBatchHeader header;
+    const Clock::time_point start = Clock::now();
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        at::Tensor received,
+        from_prev_->Recv(MessageKind::kActivation, step, micro_batch, &header));
+    trace_->Complete("recv activation", "comm", start, Clock::now(), {{"micro_batch", micro_batch}});
+    mb.sample_ids = std::move(header.sample_ids);
+    mb.input = received.to(stage_->dtype()).requires_grad_(true);
+    input = decoder_ ? ApplyLinear(mb.input, decoder_->tensor) : mb.input;
+  }
+  const Clock::time_point start = Clock::now();
+  GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input));
+  if (assignment_.is_last_stage()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels, data_->TrainTokens(mb.sample_ids));
+    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
+    mb.output = loss / static_cast<double>(assignment_.training.micro_batches);
+    trace_->Complete("forward", "compute", start, Clock::now(), {{"micro_batch", micro_batch}});
+    return OkStatus();
+  }
+  mb.output = encoder_ ? ApplyLinear(output, encoder_->tensor) : output;
+  trace_->Complete("forward", "compute", start, Clock::now(), {{"micro_batch", micro_batch}});
+  MicroBatchHeader header{MessageKind::kActivation, step, static_cast<uint32_t>(micro_batch),
+                          mb.sample_ids};
+  const Clock::time_point encode = Clock::now();
+  GEOTRAIN_RETURN_IF_ERROR(to_next_->Send(header, mb.output.detach(), compress)
+                               .WithContext("sending the activation of micro-batch " +
+                                            std::to_string(micro_batch)));
+  trace_->Complete("encode activation", "codec", encode, Clock::now(),
+                   {{"micro_batch", micro_batch}});
+  return OkStatus();
+}
+
+Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches,
+                              bool compress) {
+  MicroBatch& mb = batches[micro_batch];
+  const uint64_t step = static_cast<uint64_t>(step_);
+  at::Tensor gradient;
+  if (!assignment_.is_last_stage()) {
+    MicroBatchHeader header;
+    const Clock::time_point start = Clock::now();
+    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor received,
+                              from_next_->Recv(MessageKind::kGradient, step, micro_batch, &header));
+    trace_->Complete("recv gradient", "comm", start, Clock::now(), {{"micro_batch", micro_batch}});
+    gradient = received.to(mb.output.scalar_type());
+  }
+  const Clock::time_point start = Clock::now();
+  try {
+    if (gradient.defined()) {
+      mb.output.backward(gradient);
+    } else {
+      mb.output.backward();
+    }
+  } catch (const c10::Error& e) {
+    return Internal("backward of micro-batch " + std::to_string(micro_batch) + ": " +
+                    e.what_without_backtrace());
+  }
+  trace_->Complete("backward", "compute", start, Clock::now(), {{"micro_batch", micro_batch}});
+  if (!assignment_.is_first_stage()) {
+    const bool compress_this =
+        compress && (!assignment_.compression.backward_epilogue_only || epilogue);
+    MicroBatchHeader header{MessageKind::kGradient, step, static_cast<uint32_t>(micro_batch),
+                            mb.sample_ids};
+    const Clock::time_point encode = Clock::now();
+    GEOTRAIN_RETURN_IF_ERROR(to_prev_->Send(header, mb.input.grad(), compress_this)
+                                 .WithContext("sending the gradient of micro-batch " +
+                                              std::to_string(micro_batch)));
+    trace_->Complete("encode gradient", "codec", encode, Clock::now(),
+                     {{"micro_batch", micro_batch}});
+  }
+  mb = MicroBatch{};  // frees the activations of this micro-batch
+  return OkStatus();
+}
+
+Status StageRuntime::FlushSends() {
+  if (to_next_) GEOTRAIN_RETURN_IF_ERROR(to_next_->Flush());
+  if (to_prev_) GEOTRAIN_RETURN_IF_ERROR(to_prev_->Flush());
+  return OkStatus();
+}
+
+double StageRuntime::LocalSquaredNorm() const {
+  // The last stage's copy of a tied embedding holds the same gradient as the first stage's after
+  // the sync: count it once.
+  if (!tied_embedding_sync_ || !assignment_.is_last_stage() || assignment_.is_first_stage()) {
+    return SquaredGradNorm(parameters_);
+  }
+  const std::string name = models::TokenEmbeddingName(stage_->config());
+  std::vector<models::NamedParameter> counted;
+  for (const models::NamedParameter& p : parameters_) {
+    if (p.name != name) counted.push_back(p);
+  }
+  return SquaredGradNorm(counted);
+}
+
+Status StageRuntime::SynchronizeGradients(StepResult* result) {
+  const Clock::time_point start = Clock::now();
+  const bool compress = CompressionActive(step_);
+  if (const at::Tensor* embedding = TiedEmbedding()) {
+    const uint64_t raw = 4 * static_cast<uint64_t>(embedding->numel());
+    if (compress && compressed_embedding_) {
+      result->raw_bytes.embedding += raw;
+      GEOTRAIN_RETURN_IF_ERROR(compressed_embedding_->Sync(*links_.embedding, *embedding, step_,
+                                                           timeout(),
+                                                           &result->wire_bytes.embedding));
+    } else {
+      const bool fused = UsesFusedEmbeddingGroup(assignment_);
+      GEOTRAIN_RETURN_IF_ERROR(SyncTiedEmbeddingGradient(
+          *links_.embedding, *embedding, fused ? assignment_.dp_size : 1, timeout()));
+      // What a ring all-reduce sends from each rank.
+      const int n = links_.embedding->size();
+      const uint64_t sent = 2 * (n - 1) * raw / n;
+      result->raw_bytes.embedding += sent;
+      result->wire_bytes.embedding += sent;
+    }
+  }
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->BeforeClip(step_, compress));
+  GEOTRAIN_ASSIGN_OR_RETURN(double total, SumOverPipeline(LocalSquaredNorm(), links_.upstream.get(),
+                                                          links_.downstream.get(), timeout()));
+  result->grad_norm = std::sqrt(total);
+  const double coefficient = ClipCoefficient(result->grad_norm, assignment_.optimizer.max_grad_norm);
+  if (coefficient < 1) ScaleGrads(parameters_, coefficient);
+  result->comm_seconds += SecondsSince(start);
+  trace_->Complete("sync gradients", "sync", start, Clock::now());
+  return OkStatus();
+}
+
+Status StageRuntime::ApplyOptimizer(StepResult* result) {
+  const bool compress = CompressionActive(step_);
+  result->lr = LearningRate(assignment_.optimizer, step_, assignment_.training.total_steps);
+
+  Clock::time_point start = Clock::now();
+  optimizer_->UpdateMoments();
+  result->compute_seconds += SecondsSince(start);
+  start = Clock::now();
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterMoments(step_, compress));
+  result->comm_seconds += SecondsSince(start);
+  start = Clock::now();
+  optimizer_->ApplyUpdate(result->lr);
+  result->compute_seconds += SecondsSince(start);
+  trace_->Complete("optimizer", "compute", start, Clock::now());
+  start = Clock::now();
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterUpdate(step_, compress));
+  result->comm_seconds += SecondsSince(start);
+  trace_->Complete("sync parameters", "sync", start, Clock::now());
+
+  for (const models::NamedParameter& p : parameters_) {
+    if (p.tensor.grad().defined()) p.tensor.mutable_grad().zero_();
+  }
+  // Everything the sync sent since the last step ended, the overlapped exchange included.
+  const DataParallelTraffic traffic = data_parallel_->traffic();
+  result->raw_bytes.dp = traffic.raw_bytes - dp_traffic_reported_.raw_bytes;
+  result->wire_bytes.dp = traffic.wire_bytes - dp_traffic_reported_.wire_bytes;
+  dp_traffic_reported_ = traffic;
+  ++step_;
+  return OkStatus();
+}
+
+StatusOr<double> StageRuntime::Evaluate() {
+  if (!data_->has_validation()) return FailedPrecondition("evaluate: data.valid has no sources");
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush());
+  at::NoGradGuard no_grad;
+  const Clock::time_point start = Clock::now();
+  std::unique_ptr<models::data::BatchIterator> batches;
+  if (assignment_.is_first_stage()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(batches, data_->ValidationBatches());
+  }
+  const uint64_t step = static_cast<uint64_t>(step_);
+  double loss_sum = 0;
+  for (int64_t i = 0; i < assignment_.training.eval_batches; ++i) {
+    const uint32_t index = static_cast<uint32_t>(i);
+    std::vector<uint64_t> ids;
+    at::Tensor input;
+    if (assignment_.is_first_stage()) {
+      GEOTRAIN_ASSIGN_OR_RETURN(models::data::Batch batch, batches->Next());
+      input = TrainingData::BatchTokens(batch, assignment_.data.seq_length);
+      ids = std::move(batch.sample_ids);
+    } else {
+      MicroBatchHeader header;
+      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor received,
+                                from_prev_->Recv(MessageKind::kEvalActivation, step, index, &header));
+      ids = std::move(header.sample_ids);
+      input = received.to(stage_->dtype());
+      if (decoder_) input = ApplyLinear(input, decoder_->tensor);
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input));
+    if (assignment_.is_last_stage()) {
+      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels, data_->ValidationTokens(ids));
+      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
+      loss_sum += loss.item<double>();
+    } else {
+      if (encoder_) output = ApplyLinear(output, encoder_->tensor);
+      MicroBatchHeader header{MessageKind::kEvalActivation, step, index, ids};
+      GEOTRAIN_RETURN_IF_ERROR(to_next_->Send(header, output, /*compress=*/false));
+    }
+  }
+  if (to_next_) GEOTRAIN_RETURN_IF_ERROR(to_next_->Flush());
+  trace_->Complete("evaluate", "compute", start, Clock::now());
+  if (!assignment_.is_last_stage()) return std::numeric_limits<double>::quiet_NaN();
+  return loss_sum / static_cast<double>(assignment_.training.eval_batches);
+}
+
+Status StageRuntime::Checkpoint() {
+  if (!checkpoints_) return FailedPrecondition("checkpoint: training.checkpoint_dir is empty");
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush());
+  const Clock::time_point start = Clock::now();
+  RankCheckpoint checkpoint;
+  checkpoint.step = step_;
+  for (const models::NamedParameter& p : stage_->Parameters()) {
+    checkpoint.model[p.name] = p.tensor.detach();
+  }
+  checkpoint.optimizer = optimizer_->StateTensors();
+  checkpoint.extra = data_parallel_->StateTensors();
+  for (const auto* half : {&encoder_, &decoder_}) {
+    if (*half) checkpoint.extra[(*half)->name] = (*half)->tensor.detach();
+  }
+  checkpoint.state = {{"step", step_},
+                      {"data_position", models::data::DataPositionToJson(data_->position())}};
+  GEOTRAIN_RETURN_IF_ERROR(checkpoints_->Write(checkpoint));
+  GEOTRAIN_RETURN_IF_ERROR(checkpoints_->Prune(assignment_.training.keep_checkpoints));
+  trace_->Complete("checkpoint", "io", start, Clock::now(), {{"step", step_}});
+  return OkStatus();
+}
+
+StatusOr<int64_t> StageRuntime::Resume() {
+  if (!checkpoints_ || !assignment_.training.resume) return int64_t{0};
+  GEOTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> newest, checkpoints_->NewestComplete());
+  if (!newest) return int64_t{0};
+  GEOTRAIN_ASSIGN_OR_RETURN(RankCheckpoint checkpoint, checkpoints_->Read(*newest));
+  auto restore = [](const std::map<std::string, at::Tensor>& from,
+                    const models::NamedParameter& p, const char* file) -> Status {
+    auto it = from.find(p.name);
+    if (it == from.end()) {
+      return InvalidArgument(std::string("checkpoint ") + file + ": " + p.name + ": missing");
+    }
+    if (it->second.sizes() != p.tensor.sizes()) {
+      return InvalidArgument(std::string("checkpoint ") + file + ": " + p.name + ": shape " +
+                             c10::str(it->second.sizes()) + " differs from the model's " +
+                             c10::str(p.tensor.sizes()));
+    }
+    return OkStatus();
+  };
+  // Validate everything before changing anything.
+  for (const models::NamedParameter& p : stage_->Parameters()) {
+    GEOTRAIN_RETURN_IF_ERROR(restore(checkpoint.model, p, "model"));
+  }
+  for (const auto* half : {&encoder_, &decoder_}) {
+    if (*half) GEOTRAIN_RETURN_IF_ERROR(restore(checkpoint.extra, **half, "extra"));
+  }
+  if (!checkpoint.state.is_object() || !checkpoint.state.contains("data_position")) {
+    return InvalidArgument("checkpoint state: data_position: missing");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(models::data::DataPosition position,
+                            models::data::DataPositionFromJson(checkpoint.state["data_position"]));
+  GEOTRAIN_RETURN_IF_ERROR(optimizer_->LoadStateTensors(checkpoint.optimizer));
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->LoadStateTensors(checkpoint.extra));
+  GEOTRAIN_RETURN_IF_ERROR(data_->Seek(position));
+  at::NoGradGuard no_grad;
+  for (const models::NamedParameter& p : stage_->Parameters()) {
+    p.tensor.copy_(checkpoint.model.at(p.name));
+  }
+  for (const auto* half : {&encoder_, &decoder_}) {
+    if (*half) (*half)->tensor.copy_(checkpoint.extra.at((*half)->name));
+  }
+  step_ = checkpoint.step;
+  return step_;
+}
+
+Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step) {
+  const TrainingSettings& training = assignment_.training;
+  while (step_ < training.total_steps) {
+    GEOTRAIN_ASSIGN_OR_RETURN(StepResult result, Step());
+    if (training.eval_every > 0 && step_ % training.eval_every == 0 && data_->has_validation()) {
+      GEOTRAIN_ASSIGN_OR_RETURN(double eval_loss, Evaluate());
+      if (assignment_.is_last_stage()) result.eval_loss = eval_loss;
+    }
+    const bool last = step_ == training.total_steps;
+    if (checkpoints_ && ((training.checkpoint_every > 0 && step_ % training.checkpoint_every == 0) ||
+                         (last && training.checkpoint_every > 0))) {
+      GEOTRAIN_RETURN_IF_ERROR(Checkpoint());
+    }
+    if (on_step) on_step(result);
+  }
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush());
+  return trace_->Flush();
+}
+
+}  // namespace geotrain::runtime

@@ -1,0 +1,143 @@
+// StageRuntime: the training loop of one rank, stage s of replica r.
+//
+// One step (runtime/README.md draws it):
+//   1. the pipeline schedule (GPipe or 1F1B) over the step's micro-batches: the first stage
+//      embeds its replica's micro-batches; every other stage receives activations, runs its
+//      layers and sends them on; the last stage computes the loss against the labels of the
+//      sample ids that came with the activation; gradients flow back the same way. Sends go
+//      through the link's codec (forward / backward settings) on a background thread;
+//   2. gradient synchronisation: tied embeddings (embedding_sync.h), then the data-parallel
+//      sync's BeforeClip (data_parallel_sync.h);
+//   3. global-norm clipping over every stage of the replica (pipeline_reduce.h);
+//   4. AdamW: moments, the data-parallel AfterMoments, the update with the scheduled learning
+//      rate, the data-parallel AfterUpdate; gradients are zeroed.
+// Every stage decides the same things from the step number alone (warm-up, learning rate), so
+// they need no extra messages to agree.
+//
+// Checkpoints (checkpoint_store.h) hold the stage's weights, AdamW's state, the data-parallel
+// state and the data position. Codec state of the pipeline links is not saved; the rule for
+// rebuilding it: a resumed run starts with fresh link codecs on both ends (empty delta caches,
+// whose first visits resend full activations; zero PowerSGD error and a fresh Q), which both ends
+// do alike, so they never disagree.
+//
+// Not thread-safe: one thread drives a StageRuntime (the links' send threads are internal).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/status.h"
+#include "models/transformer/stage.h"
+#include "runtime/adamw.h"
+#include "runtime/checkpoint_store.h"
+#include "runtime/data_parallel_sync.h"
+#include "runtime/embedding_sync.h"
+#include "runtime/pipeline_schedule.h"
+#include "runtime/stage_assignment.h"
+#include "runtime/stage_links.h"
+#include "runtime/tensor_link.h"
+#include "runtime/trace_writer.h"
+#include "runtime/training_data.h"
+
+namespace geotrain::runtime {
+
+// Bytes of one step, from this rank's sends.
+struct StepBytes {
+  uint64_t forward = 0;   // activations sent downstream
+  uint64_t backward = 0;  // gradients sent upstream
+  uint64_t dp = 0;        // data-parallel sync
+  uint64_t embedding = 0;  // tied-embedding sync between the first and last stages
+};
+
+struct StepResult {
+  int64_t step = 0;  // 1-based: the number of steps done after this one
+  double loss = std::numeric_limits<double>::quiet_NaN();  // mean micro-batch loss; last stage
+  double lr = 0;
+  double grad_norm = 0;  // before clipping, over the whole replica
+  bool compressed = false;  // false during the uncompressed warm-up
+  double step_seconds = 0;
+  double compute_seconds = 0;  // forward, backward, optimizer
+  double codec_seconds = 0;    // encoding and decoding pipeline tensors
+  double comm_seconds = 0;     // blocked on a link or a collective
+  StepBytes raw_bytes;
+  StepBytes wire_bytes;
+  double forward_relative_error = 0;  // mean over this step's activation frames sent
+  std::optional<double> eval_loss;    // when the step ended with an evaluation (last stage)
+};
+
+class StageRuntime {
+ public:
+  // Loads the stage, opens the data, builds codecs and the data-parallel sync. `links` must hold
+  // the transports stage_links.h describes for `assignment`.
+  static StatusOr<std::unique_ptr<StageRuntime>> Create(const StageAssignment& assignment,
+                                                        StageLinks links);
+  ~StageRuntime();
+
+  // Restores the newest complete checkpoint when training.resume is set and one exists; returns
+  // its step, or 0 when starting fresh.
+  StatusOr<int64_t> Resume();
+
+  // Runs steps until training.total_steps, evaluating and checkpointing at their cadence (and a
+  // final checkpoint when checkpoints are on). `on_step` sees every step's result.
+  Status Run(const std::function<void(const StepResult&)>& on_step);
+
+  // One training step (the four parts above).
+  StatusOr<StepResult> Step();
+  // The mean loss over training.eval_batches validation micro-batches (last stage; NaN on
+  // others). Every stage of the replica must call it at the same point.
+  StatusOr<double> Evaluate();
+  // Writes this rank's part of the checkpoint of the current step.
+  Status Checkpoint();
+
+  int64_t step() const { return step_; }
+  const models::Stage& stage() const { return *stage_; }
+  // Every trainable tensor of the rank: the stage's, then any autoencoder halves.
+  const std::vector<models::NamedParameter>& parameters() const { return parameters_; }
+
+  // The parts of Step(), for tests that look at gradients between them.
+  Status RunSchedule(StepResult* result);
+  Status SynchronizeGradients(StepResult* result);
+  Status ApplyOptimizer(StepResult* result);
+
+ private:
+  struct MicroBatch;
+  StageRuntime() = default;
+
+  bool CompressionActive(int64_t step) const;
+  Status Forward(int micro_batch, std::vector<MicroBatch>& batches, bool compress);
+  Status Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches, bool compress);
+  Status FlushSends();
+  net::Timeout timeout() const;
+  // The tied embedding copy of this stage, when it takes part in embedding sync.
+  const at::Tensor* TiedEmbedding() const;
+  double LocalSquaredNorm() const;
+
+  StageAssignment assignment_;
+  StageLinks links_;
+  std::unique_ptr<models::Stage> stage_;
+  std::unique_ptr<TrainingData> data_;
+  std::vector<models::NamedParameter> parameters_;
+  std::optional<models::NamedParameter> encoder_;  // autoencoder half at our output
+  std::optional<models::NamedParameter> decoder_;  // autoencoder half at our input
+  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<DataParallelSync> data_parallel_;
+  std::unique_ptr<TensorSender> to_next_;       // activations
+  std::unique_ptr<TensorReceiver> from_prev_;   // activations
+  std::unique_ptr<TensorSender> to_prev_;       // gradients
+  std::unique_ptr<TensorReceiver> from_next_;   // gradients
+  std::optional<CheckpointStore> checkpoints_;
+  std::unique_ptr<TraceWriter> trace_;
+  std::vector<PipelineOp> schedule_;
+  bool tied_embedding_sync_ = false;
+  std::unique_ptr<CompressedEmbeddingSync> compressed_embedding_;  // CocktailSGD mode only
+  int64_t warmup_steps_ = 0;  // compression warm-up in steps (steps and epochs combined)
+  DataParallelTraffic dp_traffic_reported_;  // traffic() when the last step ended
+  int64_t step_ = 0;
+};
+
+}  // namespace geotrain::runtime

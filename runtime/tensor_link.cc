@@ -1,0 +1,128 @@
+#include "runtime/tensor_link.h"
+
+#include <chrono>
+
+#include "compression/torch/tensor_frames.h"
+
+namespace geotrain::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TensorSender>> TensorSender::Create(
+    net::Transport* transport, int peer, const compression::CodecConfig& compressed,
+    net::Timeout timeout) {
+  GEOTRAIN_ASSIGN_OR_RETURN(auto codec, compression::MakeCodec(compressed));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto plain, compression::MakeCodec(compression::CodecConfig{}));
+  return std::unique_ptr<TensorSender>(
+      new TensorSender(transport, peer, timeout, std::move(codec), std::move(plain)));
+}
+
+TensorSender::TensorSender(net::Transport* transport, int peer, net::Timeout timeout,
+                           std::unique_ptr<compression::Codec> compressed,
+                           std::unique_ptr<compression::Codec> plain)
+    : transport_(transport),
+      peer_(peer),
+      timeout_(timeout),
+      compressed_(std::move(compressed)),
+      plain_(std::move(plain)),
+      thread_([this] { SendLoop(); }) {}
+
+TensorSender::~TensorSender() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tensor,
+                          bool compress) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_.ok()) return error_;
+  }
+  const Clock::time_point start = Clock::now();
+  compression::EncodeStats stats;
+  GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(compress ? *compressed_ : *plain_, tensor,
+                                                     header.sample_ids, header.step, &frame_,
+                                                     &stats));
+  Queued queued{{}, stats.raw_bytes};
+  WriteMicroBatchHeader(header, &queued.message);
+  queued.message.insert(queued.message.end(), frame_.begin(), frame_.end());
+  totals_.codec_seconds += SecondsSince(start);
+  totals_.raw_bytes += stats.raw_bytes;
+  totals_.wire_bytes += queued.message.size();
+  totals_.relative_error_sum += stats.rel_error;
+  ++totals_.frames;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(queued));
+  }
+  changed_.notify_all();
+  return OkStatus();
+}
+
+Status TensorSender::Flush() {
+  const Clock::time_point start = Clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [this] { return (queue_.empty() && !sending_) || !error_.ok(); });
+  totals_.wait_seconds += SecondsSince(start);
+  return error_;
+}
+
+void TensorSender::SendLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping with nothing left to send
+    Queued queued = std::move(queue_.front());
+    queue_.pop_front();
+    sending_ = true;
+    lock.unlock();
+    Status status = error_.ok() ? transport_->Send(peer_, queued.message, timeout_,
+                                                   queued.raw_bytes)
+                                : OkStatus();
+    lock.lock();
+    sending_ = false;
+    if (!status.ok() && error_.ok()) error_ = std::move(status);
+    if (!error_.ok()) queue_.clear();  // nothing after a failure can arrive in order
+    changed_.notify_all();
+    if (stopping_ && queue_.empty()) return;
+  }
+}
+
+TensorReceiver::TensorReceiver(net::Transport* transport, int peer,
+                               compression::CodecConfig receiver_config, net::Timeout timeout)
+    : transport_(transport),
+      peer_(peer),
+      timeout_(timeout),
+      decoder_(std::move(receiver_config)) {}
+
+StatusOr<at::Tensor> TensorReceiver::Recv(MessageKind kind, uint64_t step, uint32_t micro_batch,
+                                          MicroBatchHeader* header) {
+  Clock::time_point start = Clock::now();
+  GEOTRAIN_RETURN_IF_ERROR(transport_->Recv(peer_, &message_, timeout_));
+  totals_.wait_seconds += SecondsSince(start);
+  totals_.wire_bytes += message_.size();
+  ++totals_.frames;
+
+  start = Clock::now();
+  Span<const uint8_t> frame;
+  GEOTRAIN_RETURN_IF_ERROR(ParseMicroBatchMessage(message_, header, &frame));
+  GEOTRAIN_RETURN_IF_ERROR(CheckExpected(*header, kind, step, micro_batch));
+  GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor tensor, compression::DecodeTensor(decoder_, frame));
+  const uint64_t raw_bytes = static_cast<uint64_t>(tensor.numel()) * tensor.element_size();
+  totals_.raw_bytes += raw_bytes;
+  transport_->link_stats().AddRawBytesReceived(peer_, raw_bytes);
+  totals_.codec_seconds += SecondsSince(start);
+  return tensor;
+}
+
+}  // namespace geotrain::runtime

@@ -1,0 +1,109 @@
+// TensorSender / TensorReceiver: one direction of one pipeline link, tensors in and out.
+//
+// The sender encodes a micro-batch's tensor with the link's codec (or, during the uncompressed
+// warm-up and for evaluation, with the plain float32 codec), prefixes the MicroBatchHeader and
+// hands the message to a background thread that sends it, so the stage computes its next
+// micro-batch while the bytes travel. Sends keep their order. A failed send is reported by the next
+// Send or by Flush, never lost; Flush waits until every queued message has been taken by the peer.
+//
+// The receiver takes the next message, checks it is the one the schedule expects, and decodes it
+// with a LinkDecoder (which follows whatever codec and bits each frame names).
+//
+// Both keep LinkCounters-like totals for the step reports: raw and wire bytes, and the seconds the
+// calling thread spent encoding / decoding and waiting. Neither is thread-safe beyond that one
+// background thread; each link end belongs to the stage's training thread.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "compression/codec.h"
+#include "compression/link_decoder.h"
+#include "net/transport.h"
+#include "runtime/micro_batch_message.h"
+
+namespace geotrain::runtime {
+
+struct LinkTotals {
+  uint64_t raw_bytes = 0;   // tensors as held (elements x dtype size)
+  uint64_t wire_bytes = 0;  // messages as sent or received
+  double codec_seconds = 0;
+  double wait_seconds = 0;  // blocked on the transport (receiving, or flushing sends)
+  double relative_error_sum = 0;  // sender: Σ of each frame's ||x - x̂|| / ||x||
+  uint64_t frames = 0;
+};
+
+class TensorSender {
+ public:
+  // `compressed` is the link's codec; frames go to `peer` of `transport`.
+  static StatusOr<std::unique_ptr<TensorSender>> Create(net::Transport* transport, int peer,
+                                                        const compression::CodecConfig& compressed,
+                                                        net::Timeout timeout);
+  ~TensorSender();
+
+  // Encodes `tensor` (compressed, or float32 as it is) and queues it. Returns an encode error or
+  // the failure of an earlier send.
+  Status Send(const MicroBatchHeader& header, const at::Tensor& tensor, bool compress);
+  // Waits until every queued message has been sent; the first send error if any.
+  Status Flush();
+
+  compression::Codec& codec() { return *compressed_; }
+  const LinkTotals& totals() const { return totals_; }
+
+ private:
+  TensorSender(net::Transport* transport, int peer, net::Timeout timeout,
+               std::unique_ptr<compression::Codec> compressed,
+               std::unique_ptr<compression::Codec> plain);
+  void SendLoop();
+
+  net::Transport* transport_;
+  int peer_;
+  net::Timeout timeout_;
+  std::unique_ptr<compression::Codec> compressed_;
+  std::unique_ptr<compression::Codec> plain_;
+  std::vector<uint8_t> frame_;
+  LinkTotals totals_;
+
+  struct Queued {
+    std::vector<uint8_t> message;
+    uint64_t raw_bytes;
+  };
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<Queued> queue_;  // guarded by mu_
+  bool sending_ = false;      // guarded by mu_: the thread holds a message it took
+  bool stopping_ = false;     // guarded by mu_
+  Status error_;              // guarded by mu_: the first send failure
+  std::thread thread_;
+};
+
+class TensorReceiver {
+ public:
+  // `receiver_config` supplies what frames do not carry (the delta cache's bounds and directory).
+  TensorReceiver(net::Transport* transport, int peer, compression::CodecConfig receiver_config,
+                 net::Timeout timeout);
+
+  // Receives the next message, which must be `kind` of `step` / `micro_batch`, and decodes it
+  // into a CPU tensor with the sender's dtype and shape; *header gets its header.
+  StatusOr<at::Tensor> Recv(MessageKind kind, uint64_t step, uint32_t micro_batch,
+                            MicroBatchHeader* header);
+
+  compression::LinkDecoder& decoder() { return decoder_; }
+  const LinkTotals& totals() const { return totals_; }
+
+ private:
+  net::Transport* transport_;
+  int peer_;
+  net::Timeout timeout_;
+  compression::LinkDecoder decoder_;
+  std::vector<uint8_t> message_;
+  LinkTotals totals_;
+};
+
+}  // namespace geotrain::runtime

@@ -1,0 +1,62 @@
+// TrainingData: a rank's view of the job's data.
+//
+// Every stage opens the training mixture (tokenized once, or read from the token cache): the first
+// stage draws its micro-batches from it, the last stage looks up the labels of the sample ids that
+// arrive with each activation, and every stage knows the epoch length, which turns
+// compression.warmup_epochs into a step count all stages agree on without talking. Evaluation
+// batches come from the validation sources, the same first `eval_batches` micro-batches of this
+// replica's share at every evaluation, so successive evaluation losses are comparable.
+//
+// Not thread-safe: the rank's training thread owns it.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+
+#include "models/data/batch_iterator.h"
+#include "models/data/dataset.h"
+#include "models/tokenizer/bpe_tokenizer.h"
+#include "runtime/stage_assignment.h"
+
+namespace geotrain::runtime {
+
+class TrainingData {
+ public:
+  static StatusOr<std::unique_ptr<TrainingData>> Open(const StageAssignment& assignment);
+
+  // The next training micro-batch of this replica (first stage).
+  StatusOr<models::data::Batch> NextTrain() { return train_iterator_->Next(); }
+  models::data::DataPosition position() const { return train_iterator_->position(); }
+  Status Seek(const models::data::DataPosition& position) {
+    return train_iterator_->Seek(position);
+  }
+  uint64_t batches_per_epoch() const { return train_iterator_->batches_per_epoch(); }
+
+  bool has_validation() const { return valid_ != nullptr; }
+  // A fresh iterator over this replica's share of the validation sources.
+  StatusOr<std::unique_ptr<models::data::BatchIterator>> ValidationBatches() const;
+
+  // The blocks of `sample_ids` as int64 token ids [n, seq_length] (labels of the last stage).
+  StatusOr<at::Tensor> TrainTokens(Span<const uint64_t> sample_ids) const {
+    return Tokens(*train_, sample_ids);
+  }
+  StatusOr<at::Tensor> ValidationTokens(Span<const uint64_t> sample_ids) const {
+    return Tokens(*valid_, sample_ids);
+  }
+  // A batch's tokens as int64 [n, seq_length].
+  static at::Tensor BatchTokens(const models::data::Batch& batch, int64_t seq_length);
+
+ private:
+  TrainingData() = default;
+  static StatusOr<at::Tensor> Tokens(const models::data::Dataset& dataset,
+                                     Span<const uint64_t> sample_ids);
+
+  std::unique_ptr<models::BpeTokenizer> tokenizer_;
+  std::unique_ptr<models::data::Dataset> train_;
+  std::unique_ptr<models::data::Dataset> valid_;
+  std::unique_ptr<models::data::BatchIterator> train_iterator_;
+  models::data::BatchOptions valid_options_;
+};
+
+}  // namespace geotrain::runtime
