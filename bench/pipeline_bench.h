@@ -13,7 +13,7 @@ namespace geotrain::bench {
 
 struct PipelineBenchOptions {
   bool quick = false;  // a short run (CI smoke): fewer steps, shorter sequences
-  int steps = 0;       // training steps per setting; 0: 300, or 24 with --quick
+  int steps = 0;       // training steps per setting; 0: 150, or 24 with --quick
   std::string filter;  // only settings whose name contains this (plus the baseline "none")
 };
 

@@ -65,6 +65,7 @@ class DataParallelSync {
 struct DataParallelContext {
   int stage = 0;                                            // selects powersgd's selective stages
   net::Transport* group = nullptr;                          // this stage's replicas; size() = D
+                                                            // (null: no replicas, D = 1)
   std::vector<std::vector<models::NamedParameter>> groups;  // parameter groups (buckets)
   AdamW* optimizer = nullptr;                               // quantized-momentum reads its moments
   net::Timeout timeout{300000};

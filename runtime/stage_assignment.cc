@@ -115,6 +115,7 @@ Status StageAssignment::Validate() const {
   GEOTRAIN_RETURN_IF_ERROR(Positive("training.micro_batch_size", training.micro_batch_size));
   GEOTRAIN_RETURN_IF_ERROR(Positive("training.micro_batches", training.micro_batches));
   GEOTRAIN_RETURN_IF_ERROR(Positive("training.total_steps", training.total_steps));
+  GEOTRAIN_RETURN_IF_ERROR(NotNegative("training.epochs", training.epochs));
   GEOTRAIN_RETURN_IF_ERROR(NotNegative("training.eval_every", training.eval_every));
   GEOTRAIN_RETURN_IF_ERROR(Positive("training.eval_batches", training.eval_batches));
   GEOTRAIN_RETURN_IF_ERROR(NotNegative("training.checkpoint_every", training.checkpoint_every));

@@ -99,6 +99,8 @@ struct TrainingSettings {
   int64_t micro_batch_size = 1;  // samples per micro-batch
   int64_t micro_batches = 1;     // micro-batches per step per replica
   int64_t total_steps = 100;
+  // When > 0, overrides total_steps with epochs x the steps of one epoch (AC-SGD's --n-epochs).
+  int64_t epochs = 0;
   ScheduleKind schedule = ScheduleKind::kGPipe;
   uint64_t seed = 42;            // data order, codec seeds, initial weights of new parts
   int64_t eval_every = 0;        // steps between evaluations; 0: never

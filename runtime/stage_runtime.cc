@@ -164,13 +164,16 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
         runtime->links_.upstream.get(), 0, compression.forward, runtime->timeout());
   }
 
+  const int64_t steps_per_epoch = static_cast<int64_t>(runtime->data_->batches_per_epoch()) /
+                                  assignment.training.micro_batches;
+  if (assignment.training.epochs > 0) {
+    runtime->assignment_.training.total_steps =
+        std::max<int64_t>(1, assignment.training.epochs * steps_per_epoch);
+  }
   runtime->schedule_ = BuildPipelineSchedule(assignment.training.schedule, s, num_stages,
                                              static_cast<int>(assignment.training.micro_batches));
   runtime->warmup_steps_ =
-      std::max<int64_t>(compression.warmup_steps,
-                        compression.warmup_epochs *
-                            static_cast<int64_t>(runtime->data_->batches_per_epoch() /
-                                                 assignment.training.micro_batches));
+      std::max<int64_t>(compression.warmup_steps, compression.warmup_epochs * steps_per_epoch);
   if (!assignment.training.checkpoint_dir.empty()) {
     GEOTRAIN_ASSIGN_OR_RETURN(
         CheckpointStore store,

@@ -1,0 +1,572 @@
+// The job YAML <-> JobSpec. One description of the layout (BindJob, BindCodec) drives both the
+// reader and the writer, so a key cannot be parsed but not written, or written under another name.
+#include "runtime/job_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "models/file_contents.h"
+
+namespace geotrain::runtime {
+namespace {
+
+namespace cz = compression;
+using models::data::WeightedSource;
+using LayerRanges = std::vector<std::pair<int64_t, int64_t>>;
+
+constexpr size_t kMaxJobFileBytes = 1 << 20;
+
+// The CodecConfig enums that compression/ offers no names for.
+template <typename Enum, size_t N>
+StatusOr<Enum> ParseFromTable(const std::string& name,
+                              const std::pair<const char*, Enum> (&table)[N]) {
+  std::string known;
+  for (const auto& [spelling, value] : table) {
+    if (name == spelling) return value;
+    known += (known.empty() ? "" : ", ") + std::string(spelling);
+  }
+  return InvalidArgument("unknown value \"" + name + "\" (expected one of " + known + ")");
+}
+template <typename Enum, size_t N>
+const char* NameFromTable(Enum value, const std::pair<const char*, Enum> (&table)[N]) {
+  for (const auto& [spelling, candidate] : table) {
+    if (candidate == value) return spelling;
+  }
+  return "unknown";
+}
+constexpr std::pair<const char*, cz::EntropyUnit> kEntropyUnits[] = {
+    {"token", cz::EntropyUnit::kToken}, {"tile", cz::EntropyUnit::kTile}};
+constexpr std::pair<const char*, cz::CacheFullPolicy> kCachePolicies[] = {
+    {"evict-least-recent", cz::CacheFullPolicy::kEvictLeastRecent},
+    {"error", cz::CacheFullPolicy::kError}};
+constexpr std::pair<const char*, cz::MaskMode> kMaskModes[] = {{"rolling", cz::MaskMode::kRolling},
+                                                               {"seeded", cz::MaskMode::kSeeded}};
+StatusOr<cz::EntropyUnit> ParseEntropyUnit(const std::string& n) {
+  return ParseFromTable(n, kEntropyUnits);
+}
+const char* EntropyUnitName(cz::EntropyUnit v) { return NameFromTable(v, kEntropyUnits); }
+StatusOr<cz::CacheFullPolicy> ParseCachePolicy(const std::string& n) {
+  return ParseFromTable(n, kCachePolicies);
+}
+const char* CachePolicyName(cz::CacheFullPolicy v) { return NameFromTable(v, kCachePolicies); }
+StatusOr<cz::MaskMode> ParseMaskMode(const std::string& n) { return ParseFromTable(n, kMaskModes); }
+const char* MaskModeName(cz::MaskMode v) { return NameFromTable(v, kMaskModes); }
+
+// Every key of one codec block (compression.forward, compression.backward, data_parallel.codec).
+template <typename Binder>
+void BindCodec(Binder& b, cz::CodecConfig* c) {
+  b.Enum("codec", &c->codec, cz::ParseCodecName, cz::CodecName);
+  b.Enum("wire_dtype", &c->wire_dtype, cz::ParseDType, cz::DTypeName);
+  b.Field("bits", &c->bits);
+  b.Enum("scale_mode", &c->scale_mode, cz::ParseScaleMode, cz::ScaleModeName);
+  b.Field("tile_size", &c->tile_size);
+  b.Enum("rounding", &c->rounding, cz::ParseRounding, cz::RoundingName);
+  b.Field("seed", &c->seed);
+  b.Field("cache_bits", &c->cache_bits);
+  b.Field("max_cache_samples", &c->max_cache_samples);
+  b.Field("cache_dir", &c->cache_dir);
+  b.Enum("cache_full_policy", &c->cache_full_policy, ParseCachePolicy, CachePolicyName);
+  b.Field("high_bits", &c->high_bits);
+  b.Field("low_bits", &c->low_bits);
+  b.Field("high_ratio", &c->high_ratio);
+  b.Enum("entropy_unit", &c->entropy_unit, ParseEntropyUnit, EntropyUnitName);
+  b.Field("outlier_threshold", &c->outlier_threshold);
+  b.Field("density", &c->density);
+  b.Enum("value_dtype", &c->value_dtype, cz::ParseDType, cz::DTypeName);
+  b.Field("rank", &c->rank);
+  b.Field("error_feedback", &c->error_feedback);
+  b.Field("random_ratio", &c->random_ratio);
+  b.Field("topk_ratio", &c->topk_ratio);
+  b.Field("quant_bits", &c->quant_bits);
+  b.Field("quant_group", &c->quant_group);
+  b.Enum("mask_mode", &c->mask_mode, ParseMaskMode, MaskModeName);
+  b.Field("zstd_level", &c->zstd_level);
+  b.Field("threads", &c->threads);
+}
+
+// The whole file, in the order of docs/job-spec.md.
+template <typename Binder>
+void BindJob(Binder& b, JobSpec* spec) {
+  StageAssignment& a = spec->base;
+  b.Field("name", &spec->name);
+  b.Section("model", [&](auto& s) {
+    s.Field("dir", &a.model_dir);
+    s.Field("dtype", &a.dtype);
+    s.Field("layers", &spec->stage_layers);
+  });
+  b.Section("data", [&](auto& s) {
+    s.Field("train", &a.data.train);
+    s.Field("valid", &a.data.valid);
+    s.Field("tokenizer", &a.data.tokenizer_dir);
+    s.Field("cache_dir", &a.data.cache_dir);
+    s.Field("seq_length", &a.data.seq_length);
+    s.Field("samples_per_epoch", &a.data.samples_per_epoch);
+  });
+  b.Section("pipeline", [&](auto& s) {
+    s.Field("stages", &spec->num_stages);
+    s.Enum("schedule", &a.training.schedule, ParseScheduleKind, ScheduleKindName);
+    s.Field("micro_batch_size", &a.training.micro_batch_size);
+    s.Field("micro_batches", &a.training.micro_batches);
+  });
+  DataParallelSettings& dp = a.compression.data_parallel;
+  b.Section("data_parallel", [&](auto& s) {
+    s.Field("replicas", &spec->dp_size);
+    s.Enum("mode", &dp.mode, ParseDataParallelMode, DataParallelModeName);
+    s.Field("powersgd_rank", &dp.powersgd_rank);
+    s.Field("compressed_stages", &dp.compressed_stages);
+    s.Field("overlap", &dp.overlap);
+    s.Section("codec", [&](auto& c) { BindCodec(c, &dp.codec); });
+  });
+  CompressionSettings& cs = a.compression;
+  b.Section("compression", [&](auto& s) {
+    s.Section("forward", [&](auto& c) { BindCodec(c, &cs.forward); });
+    s.Section("backward", [&](auto& c) { BindCodec(c, &cs.backward); });
+    s.Field("backward_epilogue_only", &cs.backward_epilogue_only);
+    s.Field("autoencoder_dim", &cs.autoencoder_dim);
+    s.Field("warmup_steps", &cs.warmup_steps);
+    s.Field("warmup_epochs", &cs.warmup_epochs);
+    s.Field("fused_embedding_sync", &cs.fused_embedding_sync);
+  });
+  OptimizerSettings& o = a.optimizer;
+  b.Section("optimizer", [&](auto& s) {
+    s.Field("lr", &o.lr);
+    s.Field("min_lr", &o.min_lr);
+    s.Field("warmup_steps", &o.lr_warmup_steps);
+    s.Enum("decay", &o.lr_decay, ParseLrDecay, LrDecayName);
+    s.Field("weight_decay", &o.weight_decay);
+    s.Field("beta1", &o.beta1);
+    s.Field("beta2", &o.beta2);
+    s.Field("eps", &o.eps);
+    s.Field("max_grad_norm", &o.max_grad_norm);
+  });
+  TrainingSettings& t = a.training;
+  b.Section("training", [&](auto& s) {
+    s.Field("steps", &t.total_steps);
+    s.Field("epochs", &t.epochs);
+    s.Field("seed", &t.seed);
+    s.Field("eval_every", &t.eval_every);
+    s.Field("eval_batches", &t.eval_batches);
+    s.Field("checkpoint_every", &t.checkpoint_every);
+    s.Field("keep_checkpoints", &t.keep_checkpoints);
+    s.Field("checkpoint_dir", &t.checkpoint_dir);
+    s.Field("resume", &t.resume);
+    s.Field("profile", &t.profile_path);
+    s.Field("timeout_seconds", &t.timeout_seconds);
+  });
+}
+
+// Whole-string number parsing: no leading space, no trailing text, no overflow.
+bool ParseWholeInt(const std::string& text, int64_t* value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  *value = std::strtoll(text.c_str(), &end, 10);
+  return errno == 0 && end == text.c_str() + text.size();
+}
+bool ParseWholeUnsigned(const std::string& text, uint64_t* value) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
+  char* end = nullptr;
+  errno = 0;
+  *value = std::strtoull(text.c_str(), &end, 10);
+  return errno == 0 && end == text.c_str() + text.size();
+}
+bool ParseWholeDouble(const std::string& text, double* value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  *value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size() && std::isfinite(*value);
+}
+
+// The shortest text that reads back as exactly `value`; "120", not "1.2e+02".
+std::string FormatDouble(double value) {
+  char text[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof(text), "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  // An exponent here means fewer significant digits than integer digits: an exact integer.
+  if (std::strchr(text, 'e') != nullptr && std::fabs(value) >= 1 && std::fabs(value) < 1e15) {
+    std::snprintf(text, sizeof(text), "%.0f", value);
+  }
+  return text;
+}
+
+// Drops a "field: " prefix of an enum parser's message (the path already names the field).
+std::string WithoutFieldPrefix(const std::string& message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos || message.find(' ') < colon) return message;
+  return message.substr(colon + 2);
+}
+
+// Reads the keys of one YAML mapping into fields. The first error is kept in *error and later
+// calls do nothing; Finish reports keys no call asked for.
+class YamlReader {
+ public:
+  YamlReader(const YAML::Node& map, std::string path, Status* error)
+      : path_(std::move(path)), error_(error) {
+    if (map.IsNull()) return;
+    if (!map.IsMap()) {
+      Fail(Mismatch(path_.empty() ? "job spec" : path_, "a mapping", map));
+      return;
+    }
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+      if (key.empty()) {
+        Fail(InvalidArgument(At(PathOf("?"), it->first) + ": not a key"));
+        return;
+      }
+      if (!entries_.emplace(key, it->second).second) {
+        Fail(InvalidArgument(At(PathOf(key), it->first) + ": duplicate key"));
+        return;
+      }
+      marks_.emplace(key, it->first.Mark());
+    }
+  }
+
+  void Field(const char* key, std::string* value) {
+    if (const YAML::Node* node = Take(key)) {
+      if (!node->IsScalar()) return Fail(Mismatch(PathOf(key), "a string", *node));
+      *value = node->Scalar();
+    }
+  }
+  void Field(const char* key, bool* value) {
+    if (const YAML::Node* node = Take(key)) {
+      const std::string text = node->IsScalar() ? node->Scalar() : std::string();
+      if (text == "true" || text == "yes" || text == "on") {
+        *value = true;
+      } else if (text == "false" || text == "no" || text == "off") {
+        *value = false;
+      } else {
+        Fail(Mismatch(PathOf(key), "true or false", *node));
+      }
+    }
+  }
+  void Field(const char* key, int* value) {
+    int64_t wide = *value;
+    Field(key, &wide);
+    if (!error_->ok()) return;
+    if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
+      return Fail(OutOfRange(At(PathOf(key), *Find(key)) + ": " + std::to_string(wide) +
+                             " does not fit in 32 bits"));
+    }
+    *value = static_cast<int>(wide);
+  }
+  void Field(const char* key, int64_t* value) {
+    if (const YAML::Node* node = Take(key)) {
+      if (!node->IsScalar() || !ParseWholeInt(node->Scalar(), value)) {
+        Fail(Mismatch(PathOf(key), "an integer", *node));
+      }
+    }
+  }
+  void Field(const char* key, uint64_t* value) {
+    if (const YAML::Node* node = Take(key)) {
+      if (!node->IsScalar() || !ParseWholeUnsigned(node->Scalar(), value)) {
+        Fail(Mismatch(PathOf(key), "a non-negative integer", *node));
+      }
+    }
+  }
+  void Field(const char* key, double* value) {
+    if (const YAML::Node* node = Take(key)) {
+      if (!node->IsScalar() || !ParseWholeDouble(node->Scalar(), value)) {
+        Fail(Mismatch(PathOf(key), "a number", *node));
+      }
+    }
+  }
+  // A sequence of "path[:weight]" strings and {path, weight} mappings, or one "a:1,b:2" string.
+  void Field(const char* key, std::vector<WeightedSource>* value) {
+    const YAML::Node* node = Take(key);
+    if (node == nullptr) return;
+    const std::string path = PathOf(key);
+    if (node->IsScalar()) {
+      auto sources = models::data::ParseWeightedSourceList(node->Scalar());
+      if (!sources.ok()) return Fail(sources.status().WithContext(At(path, *node)));
+      *value = std::move(sources).value();
+      return;
+    }
+    if (!node->IsSequence()) return Fail(Mismatch(path, "a list of sources", *node));
+    std::vector<WeightedSource> sources;
+    for (size_t i = 0; i < node->size() && error_->ok(); ++i) {
+      sources.push_back(ReadSource((*node)[i], path + "[" + std::to_string(i) + "]"));
+    }
+    if (!error_->ok()) return;
+    if (sources.empty()) {  // data.valid: [] means no evaluation; data.train: [] fails Validate
+      value->clear();
+      return;
+    }
+    if (Status s = models::data::NormaliseSourceWeights(&sources); !s.ok()) {
+      return Fail(s.WithContext(At(path, *node)));
+    }
+    *value = std::move(sources);
+  }
+  // model.layers: [[first, last], ...].
+  void Field(const char* key, LayerRanges* value) {
+    const YAML::Node* node = Take(key);
+    if (node == nullptr) return;
+    if (!node->IsSequence()) return Fail(Mismatch(PathOf(key), "a list of [first, last]", *node));
+    LayerRanges ranges;
+    for (size_t i = 0; i < node->size(); ++i) {
+      const YAML::Node range = (*node)[i];
+      int64_t first = 0, last = 0;
+      if (!range.IsSequence() || range.size() != 2 || !range[0].IsScalar() ||
+          !range[1].IsScalar() || !ParseWholeInt(range[0].Scalar(), &first) ||
+          !ParseWholeInt(range[1].Scalar(), &last)) {
+        return Fail(Mismatch(PathOf(key) + "[" + std::to_string(i) + "]",
+                             "[first, last] (two integers)", range));
+      }
+      ranges.emplace_back(first, last);
+    }
+    *value = std::move(ranges);
+  }
+
+  template <typename E>
+  void Enum(const char* key, E* value, StatusOr<E> (*parse)(const std::string&),
+            const char* (*)(E)) {
+    if (const YAML::Node* node = Take(key)) {
+      if (!node->IsScalar()) return Fail(Mismatch(PathOf(key), "a name", *node));
+      StatusOr<E> parsed = parse(node->Scalar());
+      if (!parsed.ok()) {
+        return Fail(InvalidArgument(At(PathOf(key), *node) + ": " +
+                                    WithoutFieldPrefix(parsed.status().message())));
+      }
+      *value = *parsed;
+    }
+  }
+
+  template <typename Body>
+  void Section(const char* key, Body body) {
+    const YAML::Node* node = Take(key);
+    if (node == nullptr) return;
+    YamlReader section(*node, PathOf(key), error_);
+    body(section);
+    section.Finish();
+  }
+
+  // Reports the first key no Field/Enum/Section call took.
+  void Finish() {
+    for (const auto& [key, node] : entries_) {
+      if (!error_->ok()) return;
+      if (!taken_.count(key))
+        Fail(InvalidArgument(At(PathOf(key), marks_.at(key)) + ": unknown key"));
+    }
+  }
+
+ private:
+  std::string PathOf(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+  static std::string At(const std::string& path, const YAML::Mark& mark) {
+    if (mark.is_null()) return path;
+    return path + " (line " + std::to_string(mark.line + 1) + ")";
+  }
+  static std::string At(const std::string& path, const YAML::Node& node) {
+    return At(path, node.Mark());
+  }
+  // "optimizer.lr (line 12): expected a number, got "fast""
+  static Status Mismatch(const std::string& path, const std::string& expected,
+                         const YAML::Node& node) {
+    std::string got = "null";
+    if (node.IsScalar()) got = "\"" + node.Scalar() + "\"";
+    if (node.IsSequence()) got = "a list";
+    if (node.IsMap()) got = "a mapping";
+    return InvalidArgument(At(path, node) + ": expected " + expected + ", got " + got);
+  }
+  void Fail(Status status) {
+    if (error_->ok()) *error_ = std::move(status);
+  }
+  const YAML::Node* Find(const char* key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+  // The value of `key`, marked as known; nullptr when absent, null or after an error.
+  const YAML::Node* Take(const char* key) {
+    taken_.insert(key);
+    const YAML::Node* node = Find(key);
+    if (!error_->ok() || node == nullptr || node->IsNull()) return nullptr;
+    return node;
+  }
+  WeightedSource ReadSource(const YAML::Node& node, const std::string& path) {
+    WeightedSource source;
+    if (node.IsScalar()) {
+      const std::string& text = node.Scalar();
+      const size_t colon = text.rfind(':');
+      source.path = text.substr(0, colon);
+      if (colon != std::string::npos && !ParseWholeDouble(text.substr(colon + 1), &source.weight)) {
+        Fail(InvalidArgument(At(path, node) + ": weight \"" + text.substr(colon + 1) +
+                             "\" is not a number (a path with ':' needs \":weight\")"));
+      }
+      return source;
+    }
+    YamlReader entry(node, path, error_);
+    entry.Field("path", &source.path);
+    entry.Field("weight", &source.weight);
+    entry.Finish();
+    return source;
+  }
+
+  std::string path_;  // "compression.forward"; empty at the top
+  Status* error_;
+  std::map<std::string, YAML::Node> entries_;
+  std::map<std::string, YAML::Mark> marks_;
+  std::set<std::string> taken_;
+};
+
+// Emits every field; strings double-quoted so that "true" or "123" stay strings.
+class YamlWriter {
+ public:
+  explicit YamlWriter(YAML::Emitter* out) : out_(*out) {}
+
+  void Field(const char* key, std::string* value) {
+    out_ << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << *value;
+  }
+  void Field(const char* key, bool* value) { out_ << YAML::Key << key << YAML::Value << *value; }
+  void Field(const char* key, int* value) { out_ << YAML::Key << key << YAML::Value << *value; }
+  void Field(const char* key, int64_t* value) { out_ << YAML::Key << key << YAML::Value << *value; }
+  void Field(const char* key, uint64_t* value) {
+    out_ << YAML::Key << key << YAML::Value << *value;
+  }
+  void Field(const char* key, double* value) {
+    out_ << YAML::Key << key << YAML::Value << FormatDouble(*value);
+  }
+  void Field(const char* key, std::vector<WeightedSource>* value) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const WeightedSource& source : *value) {
+      out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value
+           << YAML::DoubleQuoted << source.path << YAML::Key << "weight" << YAML::Value
+           << FormatDouble(source.weight) << YAML::EndMap;
+    }
+    out_ << YAML::EndSeq;
+  }
+  void Field(const char* key, LayerRanges* value) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& [first, last] : *value) {
+      out_ << YAML::Flow << YAML::BeginSeq << first << last << YAML::EndSeq;
+    }
+    out_ << YAML::EndSeq;
+  }
+  template <typename E>
+  void Enum(const char* key, E* value, StatusOr<E> (*)(const std::string&),
+            const char* (*name)(E)) {
+    out_ << YAML::Key << key << YAML::Value << name(*value);
+  }
+  template <typename Body>
+  void Section(const char* key, Body body) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    body(*this);
+    out_ << YAML::EndMap;
+  }
+
+ private:
+  YAML::Emitter& out_;
+};
+
+// StageAssignment::Validate names struct fields; the user wrote YAML keys.
+std::string ToYamlPaths(const std::string& message) {
+  static const std::pair<const char*, const char*> kRenames[] = {
+      {"model_dir:", "model.dir:"},
+      {"dtype:", "model.dtype:"},
+      {"optimizer.lr_warmup_steps:", "optimizer.warmup_steps:"},
+      {"training.micro_batch_size:", "pipeline.micro_batch_size:"},
+      {"training.micro_batches:", "pipeline.micro_batches:"},
+      {"training.total_steps:", "training.steps:"},
+      {"compression.data_parallel.", "data_parallel."},
+  };
+  for (const auto& [from, to] : kRenames) {
+    const std::string prefix = from;
+    if (message.compare(0, prefix.size(), prefix) == 0) return to + message.substr(prefix.size());
+  }
+  return message;
+}
+
+// model.layers: one range per stage, contiguous from layer 0.
+Status CheckLayerRanges(const JobSpec& spec) {
+  if (spec.stage_layers.empty()) return OkStatus();
+  if (static_cast<int>(spec.stage_layers.size()) != spec.num_stages) {
+    return InvalidArgument("model.layers: " + std::to_string(spec.stage_layers.size()) +
+                           " ranges for " + std::to_string(spec.num_stages) + " stages");
+  }
+  int64_t next = 0;
+  for (size_t i = 0; i < spec.stage_layers.size(); ++i) {
+    const auto& [first, last] = spec.stage_layers[i];
+    if (first != next || last <= first) {
+      return InvalidArgument("model.layers[" + std::to_string(i) + "]: [" + std::to_string(first) +
+                             ", " + std::to_string(last) +
+                             ") is not a non-empty range starting at layer " +
+                             std::to_string(next));
+    }
+    next = last;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string("job spec: ") + e.what());
+  }
+  if (!root.IsMap()) return InvalidArgument("job spec: expected a mapping of sections");
+
+  JobSpec spec;
+  Status error;
+  try {
+    YamlReader reader(root, "", &error);
+    BindJob(reader, &spec);
+    reader.Finish();
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string("job spec: ") + e.what());
+  }
+  GEOTRAIN_RETURN_IF_ERROR(error);
+
+  if (spec.name.empty()) return InvalidArgument("name: missing");
+  if (spec.num_stages < 1) return InvalidArgument("pipeline.stages: must be at least 1");
+  if (spec.dp_size < 1) return InvalidArgument("data_parallel.replicas: must be at least 1");
+  GEOTRAIN_RETURN_IF_ERROR(CheckLayerRanges(spec));
+  spec.base = AssignmentFor(spec, 0, 0);
+  if (Status valid = spec.base.Validate(); !valid.ok()) {
+    return Status(valid.code(), ToYamlPaths(valid.message()));
+  }
+  return spec;
+}
+
+StatusOr<JobSpec> LoadJobSpecFile(const std::string& path) {
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, models::ReadFileContents(path, kMaxJobFileBytes));
+  StatusOr<JobSpec> spec = ParseJobSpec(text);
+  if (!spec.ok()) return spec.status().WithContext(path);
+  return spec;
+}
+
+std::string JobSpecToYaml(const JobSpec& spec) {
+  JobSpec copy = spec;
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  YamlWriter writer(&out);
+  BindJob(writer, &copy);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+StageAssignment AssignmentFor(const JobSpec& spec, int stage, int dp_rank) {
+  StageAssignment assignment = spec.base;
+  assignment.num_stages = spec.num_stages;
+  assignment.dp_size = spec.dp_size;
+  assignment.stage = stage;
+  assignment.dp_rank = dp_rank;
+  if (stage >= 0 && stage < static_cast<int>(spec.stage_layers.size())) {
+    assignment.first_layer = spec.stage_layers[stage].first;
+    assignment.last_layer = spec.stage_layers[stage].second;
+  }
+  return assignment;
+}
+
+}  // namespace geotrain::runtime
