@@ -6,8 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <chrono>
+#include <cmath>
+#include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
 
+#include "net/fake_transport.h"
 #include "tests/runtime/runtime_test_job.h"
 
 namespace geotrain::runtime {
@@ -149,6 +156,166 @@ TEST(StageRuntimeResume, CheckpointAndResumeContinuesBitForBit) {
   ASSERT_EQ(second_half.size(), 2u);
   EXPECT_EQ(second_half[0], straight[2]);
   EXPECT_EQ(second_half[1], straight[3]);
+}
+
+}  // namespace
+}  // namespace geotrain::runtime
+
+namespace geotrain::runtime {
+namespace {
+
+using testing::RunRanks;
+using testing::TinyJob;
+
+compression::CodecConfig Codec(compression::CodecId id, int bits) {
+  compression::CodecConfig config;
+  config.codec = id;
+  config.bits = bits;
+  return config;
+}
+
+struct CompressionCase {
+  std::string name;
+  std::function<void(StageAssignment*)> configure;
+};
+
+class StageRuntimeCompression : public ::testing::TestWithParam<CompressionCase> {};
+
+// Every method family trains: losses stay finite and fall, and after the warm-up the pipeline
+// sends fewer bytes than it would raw.
+TEST_P(StageRuntimeCompression, TrainsAndSendsLess) {
+  geotrain::testing::TempDir dir;
+  StageAssignment job = TinyJob(dir, 2, 2);
+  job.training.total_steps = 6;
+  job.compression.warmup_steps = 2;
+  GetParam().configure(&job);
+  std::mutex mu;
+  std::vector<StepResult> last_stage_steps;
+  std::vector<StepResult> first_stage_steps;
+  RunRanks(job, true, [&](int, const StageAssignment& assignment, StageLinks links) {
+    auto runtime = StageRuntime::Create(assignment, std::move(links));
+    ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+    const Status status = (*runtime)->Run([&](const StepResult& result) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (assignment.dp_rank != 0) return;
+      (assignment.is_last_stage() ? last_stage_steps : first_stage_steps).push_back(result);
+    });
+    ASSERT_TRUE(status.ok()) << status.ToString();
+  });
+  ASSERT_EQ(last_stage_steps.size(), 6u);
+  for (const StepResult& r : last_stage_steps) EXPECT_TRUE(std::isfinite(r.loss)) << r.step;
+  EXPECT_LT(last_stage_steps.back().loss, last_stage_steps.front().loss);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(first_stage_steps[i].compressed, i >= 2);
+    const StepBytes& raw = first_stage_steps[i].raw_bytes;
+    const StepBytes& wire = first_stage_steps[i].wire_bytes;
+    const StepBytes& raw_back = last_stage_steps[i].raw_bytes;
+    const StepBytes& wire_back = last_stage_steps[i].wire_bytes;
+    if (i >= 2) {
+      EXPECT_LT(wire.forward + wire_back.backward, raw.forward + raw_back.backward) << "step " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Methods, StageRuntimeCompression,
+    ::testing::Values(
+        CompressionCase{"acsgd_delta4_fix8_cocktail",
+                        [](StageAssignment* job) {
+                          job->compression.forward = Codec(compression::CodecId::kDelta, 4);
+                          job->compression.backward = Codec(compression::CodecId::kFixpoint, 8);
+                          job->compression.data_parallel.mode = DataParallelMode::kCocktail;
+                          job->compression.data_parallel.codec.codec =
+                              compression::CodecId::kCocktail;
+                        }},
+        CompressionCase{"tah_fix6",
+                        [](StageAssignment* job) {
+                          job->compression.forward = Codec(compression::CodecId::kTah, 4);
+                          job->compression.forward.tile_size = 16;
+                          job->compression.backward = Codec(compression::CodecId::kFixpoint, 6);
+                        }},
+        CompressionCase{"optimus_cb_epilogue_powersgd_stage0",
+                        [](StageAssignment* job) {
+                          job->training.schedule = ScheduleKind::kOneFOneB;
+                          job->compression.backward = Codec(compression::CodecId::kPowerSgd, 8);
+                          job->compression.backward.rank = 2;
+                          job->compression.backward_epilogue_only = true;
+                          job->compression.data_parallel.mode = DataParallelMode::kPowerSgd;
+                          job->compression.data_parallel.powersgd_rank = 4;
+                          job->compression.data_parallel.compressed_stages = 1;
+                        }},
+        CompressionCase{"mcbench_autoencoder_quantized_momentum",
+                        [](StageAssignment* job) {
+                          job->compression.autoencoder_dim = 8;
+                          job->compression.forward = Codec(compression::CodecId::kFixpoint, 8);
+                          job->compression.data_parallel.mode =
+                              DataParallelMode::kQuantizedMomentum;
+                          job->compression.data_parallel.codec =
+                              Codec(compression::CodecId::kFixpoint, 8);
+                        }},
+        CompressionCase{"delta_lowbits_topk_backward",
+                        [](StageAssignment* job) {
+                          job->compression.forward = Codec(compression::CodecId::kDeltaLowBits, 4);
+                          job->compression.backward = Codec(compression::CodecId::kTopK, 8);
+                          job->compression.backward.density = 0.1;
+                          job->compression.fused_embedding_sync = false;
+                        }}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(StageRuntimeProfile, WritesAChromeTraceOfEveryKindOfSpan) {
+  geotrain::testing::TempDir dir;
+  StageAssignment job = TinyJob(dir, 2, 1);
+  job.training.total_steps = 2;
+  RunRanks(job, true, [&](int rank, StageAssignment assignment, StageLinks links) {
+    assignment.training.profile_path = dir.File("trace." + std::to_string(rank) + ".json");
+    auto runtime = StageRuntime::Create(assignment, std::move(links));
+    ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+    ASSERT_TRUE((*runtime)->Run(nullptr).ok());
+  });
+  std::ifstream file(dir.File("trace.1.json"));
+  const nlohmann::json trace = nlohmann::json::parse(file);
+  std::set<std::string> names;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "X") names.insert(event["name"].get<std::string>());
+  }
+  for (const char* name : {"recv activation", "forward", "backward", "encode gradient",
+                           "sync gradients", "optimizer"}) {
+    EXPECT_TRUE(names.count(name)) << name;
+  }
+}
+
+TEST(StageRuntimePeerDeath, SurvivorsFailWithAClearErrorWithinTheTimeout) {
+  geotrain::testing::TempDir dir;
+  StageAssignment job = TinyJob(dir, 2, 2);
+  job.training.total_steps = 1000;
+  job.training.timeout_seconds = 3;
+  std::vector<StageLinks> links = CreateFakeJobLinks(2, 2, true, UsesFusedEmbeddingGroup(job));
+  net::Transport* victim_link = links[3].upstream.get();  // stage 1 of replica 1
+  std::mutex mu;
+  std::vector<Status> statuses(4);
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (int rank = 0; rank < 4; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto runtime =
+          StageRuntime::Create(testing::RankOf(job, rank % 2, rank / 2), std::move(links[rank]));
+      ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+      int steps = 0;
+      const Status status = (*runtime)->Run([&](const StepResult&) {
+        if (rank == 3 && ++steps == 2) ASSERT_TRUE(net::KillFakeRank(*victim_link, 1).ok());
+      });
+      std::lock_guard<std::mutex> lock(mu);
+      statuses[rank] = status;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 60);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_FALSE(statuses[rank].ok()) << "rank " << rank;
+    EXPECT_FALSE(statuses[rank].message().empty());
+  }
 }
 
 }  // namespace
