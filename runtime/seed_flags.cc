@@ -288,7 +288,7 @@ class SeedFlags {
                         return OkStatus();
                       });
     field_flags_.back().first->expected(0, 1)->default_str("tidy_profiling");
-    Set<std::string>("--profile-file", "Chrome trace path of this rank (implies --profiling)",
+    Set<std::string>("--profile-file,--profile", "Chrome trace path of this rank (implies --profiling)",
                      [](A a) -> std::string& { return a->training.profile_path; });
   }
 
