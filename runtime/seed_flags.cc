@@ -55,6 +55,20 @@ std::string ToFlagNames(const std::string& message) {
       {"compression.warmup_epochs:", "--warmup-epochs:"},
       {"compression.autoencoder_dim:", "--autoencoder-dim:"},
       {"compression.data_parallel.powersgd_rank:", "--powersgd-rank:"},
+      {"compression.forward: bits:", "--forward-bits:"},
+      {"compression.forward: cache_bits:", "--forward-bits-act:"},
+      {"compression.forward: max_cache_samples:", "--max-activation-cache-size:"},
+      {"compression.forward: tile_size:", "--tile-size:"},
+      {"compression.forward: high_bits:", "--high-precision-bits:"},
+      {"compression.forward: low_bits:", "--low-precision-bits:"},
+      {"compression.forward: high_ratio:", "--high-precision-allocation-ratio:"},
+      {"compression.forward:", "--forward-compress-method:"},
+      {"compression.backward: bits:", "--backward-bits:"},
+      {"compression.backward: tile_size:", "--backward-tile-size:"},
+      {"compression.backward: rank:", "--backward-rank:"},
+      {"compression.backward:", "--backward-compress-method:"},
+      {"compression.data_parallel.codec:", "--dp-mode:"},
+      {"training.timeout_seconds:", "--timeout:"},
   };
   for (const auto& [from, to] : kRenames) {
     const std::string prefix = from;
@@ -198,6 +212,8 @@ class SeedFlags {
                 c->assignment.compression.backward.scale_mode = cz::ScaleMode::kPerTile;
                 return OkStatus();
               });
+    Set<int>("--backward-rank", "backward powersgd: rank of the compressed gradient",
+             [](A a) -> int& { return a->compression.backward.rank; });
     Switch("--epilogue-only", "Optimus-CC: compress only the backward sends of the drain phase",
            [](SeedRunConfig* c) {
              c->assignment.compression.backward_epilogue_only = true;
@@ -249,6 +265,13 @@ class SeedFlags {
                     return OkStatus();
                   });
     Set<double>("--lr", "peak learning rate", [](A a) -> double& { return a->optimizer.lr; });
+    Flag<std::string>("--lr-decay", "learning rate after the warm-up: constant, linear, cosine",
+                      [](S v, SeedRunConfig* c) {
+                        return SetEnum("--lr-decay", v, ParseLrDecay,
+                                       &c->assignment.optimizer.lr_decay);
+                      });
+    Set<double>("--timeout", "seconds any transport operation may take before the run fails",
+                [](A a) -> double& { return a->training.timeout_seconds; });
     Set<double>("--weight-decay", "AdamW decoupled weight decay",
                 [](A a) -> double& { return a->optimizer.weight_decay; });
     Set<int64_t>("--lr-warmup-steps", "learning-rate warm-up steps",

@@ -1,5 +1,6 @@
 #include "runtime/stage_assignment.h"
 
+#include <sstream>
 #include <string>
 
 namespace geotrain::runtime {
@@ -35,17 +36,26 @@ const char* NameOf(Enum value, const std::pair<const char*, Enum> (&names)[N]) {
   return "unknown";
 }
 
-Status Positive(const std::string& field, double value) {
-  if (value > 0) return OkStatus();
-  return InvalidArgument(field + ": " + std::to_string(value) + " is not positive");
+// Integers print as integers, doubles with their significant digits.
+template <typename Number>
+std::string Show(Number value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
 }
-Status NotNegative(const std::string& field, double value) {
+template <typename Number>
+Status Positive(const std::string& field, Number value) {
+  if (value > 0) return OkStatus();
+  return InvalidArgument(field + ": " + Show(value) + " is not positive");
+}
+template <typename Number>
+Status NotNegative(const std::string& field, Number value) {
   if (value >= 0) return OkStatus();
-  return InvalidArgument(field + ": " + std::to_string(value) + " is negative");
+  return InvalidArgument(field + ": " + Show(value) + " is negative");
 }
 Status InUnitInterval(const std::string& field, double value) {
   if (value >= 0 && value < 1) return OkStatus();
-  return InvalidArgument(field + ": " + std::to_string(value) + " is outside [0, 1)");
+  return InvalidArgument(field + ": " + Show(value) + " is outside [0, 1)");
 }
 
 }  // namespace

@@ -149,19 +149,27 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
                             CreateDataParallelSync(assignment.compression.data_parallel, std::move(dp)));
 
   const CompressionSettings& compression = assignment.compression;
+  auto stage_name = [&](int stage) {
+    return "stage " + std::to_string(stage) + " (global rank " +
+           std::to_string(assignment.dp_rank * num_stages + stage) + ")";
+  };
   if (runtime->links_.downstream) {
-    GEOTRAIN_ASSIGN_OR_RETURN(runtime->to_next_,
-                              TensorSender::Create(runtime->links_.downstream.get(), 1,
-                                                   compression.forward, runtime->timeout()));
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        runtime->to_next_, TensorSender::Create(runtime->links_.downstream.get(), 1,
+                                                stage_name(s + 1), compression.forward,
+                                                runtime->timeout()));
     runtime->from_next_ = std::make_unique<TensorReceiver>(
-        runtime->links_.downstream.get(), 1, compression.backward, runtime->timeout());
+        runtime->links_.downstream.get(), 1, stage_name(s + 1), compression.backward,
+        runtime->timeout());
   }
   if (runtime->links_.upstream) {
-    GEOTRAIN_ASSIGN_OR_RETURN(runtime->to_prev_,
-                              TensorSender::Create(runtime->links_.upstream.get(), 0,
-                                                   compression.backward, runtime->timeout()));
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        runtime->to_prev_, TensorSender::Create(runtime->links_.upstream.get(), 0,
+                                                stage_name(s - 1), compression.backward,
+                                                runtime->timeout()));
     runtime->from_prev_ = std::make_unique<TensorReceiver>(
-        runtime->links_.upstream.get(), 0, compression.forward, runtime->timeout());
+        runtime->links_.upstream.get(), 0, stage_name(s - 1), compression.forward,
+        runtime->timeout());
   }
 
   const int64_t steps_per_epoch = static_cast<int64_t>(runtime->data_->batches_per_epoch()) /

@@ -15,19 +15,22 @@ double SecondsSince(Clock::time_point start) {
 }  // namespace
 
 StatusOr<std::unique_ptr<TensorSender>> TensorSender::Create(
-    net::Transport* transport, int peer, const compression::CodecConfig& compressed,
-    net::Timeout timeout) {
+    net::Transport* transport, int peer, std::string peer_name,
+    const compression::CodecConfig& compressed, net::Timeout timeout) {
   GEOTRAIN_ASSIGN_OR_RETURN(auto codec, compression::MakeCodec(compressed));
   GEOTRAIN_ASSIGN_OR_RETURN(auto plain, compression::MakeCodec(compression::CodecConfig{}));
   return std::unique_ptr<TensorSender>(
-      new TensorSender(transport, peer, timeout, std::move(codec), std::move(plain)));
+      new TensorSender(transport, peer, std::move(peer_name), timeout, std::move(codec),
+                       std::move(plain)));
 }
 
-TensorSender::TensorSender(net::Transport* transport, int peer, net::Timeout timeout,
+TensorSender::TensorSender(net::Transport* transport, int peer, std::string peer_name,
+                           net::Timeout timeout,
                            std::unique_ptr<compression::Codec> compressed,
                            std::unique_ptr<compression::Codec> plain)
     : transport_(transport),
       peer_(peer),
+      peer_name_(std::move(peer_name)),
       timeout_(timeout),
       compressed_(std::move(compressed)),
       plain_(std::move(plain)),
@@ -91,22 +94,30 @@ void TensorSender::SendLoop() {
                                 : OkStatus();
     lock.lock();
     sending_ = false;
-    if (!status.ok() && error_.ok()) error_ = std::move(status);
+    if (!status.ok() && error_.ok()) error_ = status.WithContext("sending to " + peer_name_);
     if (!error_.ok()) queue_.clear();  // nothing after a failure can arrive in order
     changed_.notify_all();
     if (stopping_ && queue_.empty()) return;
   }
 }
 
-TensorReceiver::TensorReceiver(net::Transport* transport, int peer,
+TensorReceiver::TensorReceiver(net::Transport* transport, int peer, std::string peer_name,
                                compression::CodecConfig receiver_config, net::Timeout timeout)
     : transport_(transport),
       peer_(peer),
+      peer_name_(std::move(peer_name)),
       timeout_(timeout),
       decoder_(std::move(receiver_config)) {}
 
 StatusOr<at::Tensor> TensorReceiver::Recv(MessageKind kind, uint64_t step, uint32_t micro_batch,
                                           MicroBatchHeader* header) {
+  auto received = Receive(kind, step, micro_batch, header);
+  if (!received.ok()) return received.status().WithContext("receiving from " + peer_name_);
+  return received;
+}
+
+StatusOr<at::Tensor> TensorReceiver::Receive(MessageKind kind, uint64_t step,
+                                             uint32_t micro_batch, MicroBatchHeader* header) {
   Clock::time_point start = Clock::now();
   GEOTRAIN_RETURN_IF_ERROR(transport_->Recv(peer_, &message_, timeout_));
   totals_.wait_seconds += SecondsSince(start);

@@ -41,8 +41,10 @@ struct LinkTotals {
 
 class TensorSender {
  public:
-  // `compressed` is the link's codec; frames go to `peer` of `transport`.
+  // `compressed` is the link's codec; frames go to `peer` of `transport`. `peer_name` ("stage 2,
+  // global rank 5") prefixes errors, since the transport knows only ranks within its group.
   static StatusOr<std::unique_ptr<TensorSender>> Create(net::Transport* transport, int peer,
+                                                        std::string peer_name,
                                                         const compression::CodecConfig& compressed,
                                                         net::Timeout timeout);
   ~TensorSender();
@@ -57,13 +59,14 @@ class TensorSender {
   const LinkTotals& totals() const { return totals_; }
 
  private:
-  TensorSender(net::Transport* transport, int peer, net::Timeout timeout,
+  TensorSender(net::Transport* transport, int peer, std::string peer_name, net::Timeout timeout,
                std::unique_ptr<compression::Codec> compressed,
                std::unique_ptr<compression::Codec> plain);
   void SendLoop();
 
   net::Transport* transport_;
   int peer_;
+  std::string peer_name_;
   net::Timeout timeout_;
   std::unique_ptr<compression::Codec> compressed_;
   std::unique_ptr<compression::Codec> plain_;
@@ -86,8 +89,8 @@ class TensorSender {
 class TensorReceiver {
  public:
   // `receiver_config` supplies what frames do not carry (the delta cache's bounds and directory).
-  TensorReceiver(net::Transport* transport, int peer, compression::CodecConfig receiver_config,
-                 net::Timeout timeout);
+  TensorReceiver(net::Transport* transport, int peer, std::string peer_name,
+                 compression::CodecConfig receiver_config, net::Timeout timeout);
 
   // Receives the next message, which must be `kind` of `step` / `micro_batch`, and decodes it
   // into a CPU tensor with the sender's dtype and shape; *header gets its header.
@@ -98,8 +101,12 @@ class TensorReceiver {
   const LinkTotals& totals() const { return totals_; }
 
  private:
+  StatusOr<at::Tensor> Receive(MessageKind kind, uint64_t step, uint32_t micro_batch,
+                               MicroBatchHeader* header);
+
   net::Transport* transport_;
   int peer_;
+  std::string peer_name_;
   net::Timeout timeout_;
   compression::LinkDecoder decoder_;
   std::vector<uint8_t> message_;

@@ -88,8 +88,12 @@ Status Train(const SeedRunConfig& config) {
   const net::Timeout timeout(static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
   GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig model,
                             models::LoadModelConfig(assignment.model_dir));
-  GEOTRAIN_ASSIGN_OR_RETURN(auto store, OpenStore(config, timeout));
-  spdlog::info("{}: joining the job's groups through {}", where, config.dist_url);
+  // A job of one rank joins no group, so it needs no rendezvous.
+  c10::intrusive_ptr<c10d::Store> store;
+  if (assignment.world_size() > 1) {
+    GEOTRAIN_ASSIGN_OR_RETURN(store, OpenStore(config, timeout));
+    spdlog::info("{}: joining the job's groups through {}", where, config.dist_url);
+  }
   auto links = ConnectGlooStageLinks(assignment, model.tie_word_embeddings, store,
                                      config.bind_address, "geotrain-run");
   if (!links.ok()) return links.status().WithContext(where);

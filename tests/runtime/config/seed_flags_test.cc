@@ -193,7 +193,7 @@ TEST(SeedFlagsTest, ErrorsNameTheFlag) {
       {{"--seq-length", "0"}, "--seq-length: "},
       {{"--checkpoint-steps", "10"}, "--checkpoint-path: needed"},
       {{"--forward-compress-method", "fixpoint", "--forward-bits", "9"},
-       "compression.forward: bits: 9"},
+       "--forward-bits: 9 is outside 2..8"},
       {{"--config", "/nonexistent/job.yaml"}, "/nonexistent/job.yaml"},
   };
   for (const auto& [args, expected] : cases) {
