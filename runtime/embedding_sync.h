@@ -7,9 +7,8 @@
 //   first <-> last) into one over the group of every replica's first and last stage, divided by
 //   the replica count (fused); otherwise the pair of one replica sums its two parts (divisor 1)
 //   and the data-parallel sync averages the result like any other gradient.
-// - CompressedEmbeddingSync: with CocktailSGD the pair's exchange is compressed too (the
-//   embedding is most of a small model, and its plain sum would dwarf the compressed
-//   data-parallel traffic): each end all-gathers C(g + e) from the cocktail codec with error
+// - CompressedEmbeddingSync (compression.compress_embedding_sync, CocktailSGD mode): the pair's
+//   exchange compressed too, for models whose embedding dwarfs the rest: each end all-gathers C(g + e) from the cocktail codec with error
 //   feedback, and both set the gradient to the sum of the two decoded parts in rank order, so the
 //   copies receive bit-identical gradients while each end's unsent part waits in e for later
 //   steps. e is not checkpointed: a resumed run restarts it at zero on both ends.

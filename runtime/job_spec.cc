@@ -134,6 +134,7 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("warmup_steps", &cs.warmup_steps);
     s.Field("warmup_epochs", &cs.warmup_epochs);
     s.Field("fused_embedding_sync", &cs.fused_embedding_sync);
+    s.Field("compress_embedding_sync", &cs.compress_embedding_sync);
   });
   OptimizerSettings& o = a.optimizer;
   b.Section("optimizer", [&](auto& s) {

@@ -110,7 +110,7 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   if (runtime->tied_embedding_sync_ && !runtime->links_.embedding) {
     return InvalidArgument("links.embedding: tied embeddings need the embedding group");
   }
-  if (runtime->tied_embedding_sync_ &&
+  if (runtime->tied_embedding_sync_ && assignment.compression.compress_embedding_sync &&
       assignment.compression.data_parallel.mode == DataParallelMode::kCocktail) {
     GEOTRAIN_ASSIGN_OR_RETURN(
         runtime->compressed_embedding_,

@@ -134,7 +134,7 @@ class StageRuntime {
   std::unique_ptr<TraceWriter> trace_;
   std::vector<PipelineOp> schedule_;
   bool tied_embedding_sync_ = false;
-  std::unique_ptr<CompressedEmbeddingSync> compressed_embedding_;  // CocktailSGD mode only
+  std::unique_ptr<CompressedEmbeddingSync> compressed_embedding_;  // compress_embedding_sync only
   int64_t warmup_steps_ = 0;  // compression warm-up in steps (steps and epochs combined)
   DataParallelTraffic dp_traffic_reported_;  // traffic() when the last step ended
   int64_t step_ = 0;
