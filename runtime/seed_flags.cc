@@ -214,6 +214,12 @@ class SeedFlags {
               });
     Set<int>("--backward-rank", "backward powersgd: rank of the compressed gradient",
              [](A a) -> int& { return a->compression.backward.rank; });
+    Switch("--compress-embedding-sync",
+           "CocktailSGD: compress the tied embedding's first/last stage gradient sum too",
+           [](SeedRunConfig* c) {
+             c->assignment.compression.compress_embedding_sync = true;
+             return OkStatus();
+           });
     Switch("--epilogue-only", "Optimus-CC: compress only the backward sends of the drain phase",
            [](SeedRunConfig* c) {
              c->assignment.compression.backward_epilogue_only = true;

@@ -227,6 +227,7 @@ INSTANTIATE_TEST_SUITE_P(
                           job->compression.data_parallel.mode = DataParallelMode::kCocktail;
                           job->compression.data_parallel.codec.codec =
                               compression::CodecId::kCocktail;
+                          job->compression.compress_embedding_sync = true;
                         }},
         CompressionCase{"tah_fix6",
                         [](StageAssignment* job) {

@@ -124,7 +124,7 @@ TEST_F(GeotrainRunCodecTest, AcSgdCompressesEveryLink) {
   const JobSteps steps =
       Train("ac-sgd", {"--forward-compress-method", "delta", "--forward-bits", "4",
                        "--backward-compress-method", "fixpoint", "--backward-bits", "8",
-                       "--dp-mode", "cocktail"});
+                       "--dp-mode", "cocktail", "--compress-embedding-sync"});
   ExpectSixSteps(steps);
   ExpectLossyForward(steps);
   for (const auto& [rank, lines] : steps) {
