@@ -44,14 +44,11 @@ StatusOr<models::StagePlan> PlanOf(const StageAssignment& assignment,
   return plan;
 }
 
-// Sums a link's totals into a step's figures (differences of cumulative totals).
-struct LinkSnapshot {
-  LinkTotals totals;
-  static LinkTotals Of(const TensorSender* sender) { return sender ? sender->totals() : LinkTotals{}; }
-  static LinkTotals Of(const TensorReceiver* receiver) {
-    return receiver ? receiver->totals() : LinkTotals{};
-  }
-};
+// A link end's cumulative totals (zeros where the stage has no such link).
+template <typename LinkEnd>
+LinkTotals TotalsOf(const std::unique_ptr<LinkEnd>& end) {
+  return end ? end->totals() : LinkTotals{};
+}
 
 }  // namespace
 
@@ -192,6 +189,14 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   runtime->trace_ = std::make_unique<TraceWriter>(
       assignment.training.profile_path, assignment.global_rank(),
       "stage " + std::to_string(s) + " replica " + std::to_string(assignment.dp_rank));
+  if (runtime->trace_->enabled()) {
+    for (TensorSender* sender : {runtime->to_next_.get(), runtime->to_prev_.get()}) {
+      if (sender) sender->set_trace(runtime->trace_.get());
+    }
+    for (TensorReceiver* receiver : {runtime->from_next_.get(), runtime->from_prev_.get()}) {
+      if (receiver) receiver->set_trace(runtime->trace_.get());
+    }
+  }
   return runtime;
 }
 
@@ -224,10 +229,10 @@ Status StageRuntime::RunSchedule(StepResult* result) {
   const bool compress = CompressionActive(step_);
   result->step = step_ + 1;
   result->compressed = compress;
-  const LinkTotals sent_next = LinkSnapshot::Of(to_next_.get());
-  const LinkTotals sent_prev = LinkSnapshot::Of(to_prev_.get());
-  const LinkTotals got_prev = LinkSnapshot::Of(from_prev_.get());
-  const LinkTotals got_next = LinkSnapshot::Of(from_next_.get());
+  const LinkTotals sent_next = TotalsOf(to_next_);
+  const LinkTotals sent_prev = TotalsOf(to_prev_);
+  const LinkTotals got_prev = TotalsOf(from_prev_);
+  const LinkTotals got_next = TotalsOf(from_next_);
   const Clock::time_point start = Clock::now();
 
   std::vector<MicroBatch> batches(static_cast<size_t>(assignment_.training.micro_batches));
@@ -252,20 +257,10 @@ Status StageRuntime::RunSchedule(StepResult* result) {
   GEOTRAIN_RETURN_IF_ERROR(FlushSends());
   if (assignment_.is_last_stage()) result->loss = loss_sum;
 
-  auto delta = [](const LinkTotals& now, const LinkTotals& before) {
-    LinkTotals d;
-    d.raw_bytes = now.raw_bytes - before.raw_bytes;
-    d.wire_bytes = now.wire_bytes - before.wire_bytes;
-    d.codec_seconds = now.codec_seconds - before.codec_seconds;
-    d.wait_seconds = now.wait_seconds - before.wait_seconds;
-    d.relative_error_sum = now.relative_error_sum - before.relative_error_sum;
-    d.frames = now.frames - before.frames;
-    return d;
-  };
-  const LinkTotals fwd = delta(LinkSnapshot::Of(to_next_.get()), sent_next);
-  const LinkTotals bwd = delta(LinkSnapshot::Of(to_prev_.get()), sent_prev);
-  const LinkTotals in_prev = delta(LinkSnapshot::Of(from_prev_.get()), got_prev);
-  const LinkTotals in_next = delta(LinkSnapshot::Of(from_next_.get()), got_next);
+  const LinkTotals fwd = TotalsOf(to_next_) - sent_next;
+  const LinkTotals bwd = TotalsOf(to_prev_) - sent_prev;
+  const LinkTotals in_prev = TotalsOf(from_prev_) - got_prev;
+  const LinkTotals in_next = TotalsOf(from_next_) - got_next;
   result->raw_bytes.forward = fwd.raw_bytes;
   result->wire_bytes.forward = fwd.wire_bytes;
   result->raw_bytes.backward = bwd.raw_bytes;
@@ -287,11 +282,9 @@ Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, 
     input = mb.tokens;
   } else {
     MicroBatchHeader header;
-    const Clock::time_point start = Clock::now();
     GEOTRAIN_ASSIGN_OR_RETURN(
         at::Tensor received,
         from_prev_->Recv(MessageKind::kActivation, step, micro_batch, &header));
-    trace_->Complete("recv activation", "comm", start, Clock::now(), {{"micro_batch", micro_batch}});
     mb.sample_ids = std::move(header.sample_ids);
     mb.input = received.to(stage_->dtype()).requires_grad_(true);
     input = decoder_ ? ApplyLinear(mb.input, decoder_->tensor) : mb.input;
@@ -325,10 +318,8 @@ Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroB
   at::Tensor gradient;
   if (!assignment_.is_last_stage()) {
     MicroBatchHeader header;
-    const Clock::time_point start = Clock::now();
     GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor received,
                               from_next_->Recv(MessageKind::kGradient, step, micro_batch, &header));
-    trace_->Complete("recv gradient", "comm", start, Clock::now(), {{"micro_batch", micro_batch}});
     gradient = received.to(mb.output.scalar_type());
   }
   const Clock::time_point start = Clock::now();

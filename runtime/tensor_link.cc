@@ -56,7 +56,7 @@ Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tens
   GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(compress ? *compressed_ : *plain_, tensor,
                                                      header.sample_ids, header.step, &frame_,
                                                      &stats));
-  Queued queued{{}, stats.raw_bytes};
+  Queued queued{{}, stats.raw_bytes, header.micro_batch};
   WriteMicroBatchHeader(header, &queued.message);
   queued.message.insert(queued.message.end(), frame_.begin(), frame_.end());
   totals_.codec_seconds += SecondsSince(start);
@@ -88,10 +88,20 @@ void TensorSender::SendLoop() {
     Queued queued = std::move(queue_.front());
     queue_.pop_front();
     sending_ = true;
+    const bool failed = !error_.ok();
     lock.unlock();
-    Status status = error_.ok() ? transport_->Send(peer_, queued.message, timeout_,
-                                                   queued.raw_bytes)
-                                : OkStatus();
+    Status status;
+    if (!failed) {
+      const TraceWriter::Clock::time_point start = TraceWriter::Clock::now();
+      status = transport_->Send(peer_, queued.message, timeout_, queued.raw_bytes);
+      if (trace_) {
+        trace_->SetThreadName("send to " + peer_name_);
+        trace_->Complete("send", "comm", start, TraceWriter::Clock::now(),
+                         {{"to", peer_name_},
+                          {"micro_batch", queued.micro_batch},
+                          {"bytes", queued.message.size()}});
+      }
+    }
     lock.lock();
     sending_ = false;
     if (!status.ok() && error_.ok()) error_ = status.WithContext("sending to " + peer_name_);
@@ -118,11 +128,18 @@ StatusOr<at::Tensor> TensorReceiver::Recv(MessageKind kind, uint64_t step, uint3
 
 StatusOr<at::Tensor> TensorReceiver::Receive(MessageKind kind, uint64_t step,
                                              uint32_t micro_batch, MicroBatchHeader* header) {
+  const TraceWriter::Clock::time_point wait = TraceWriter::Clock::now();
   Clock::time_point start = Clock::now();
   GEOTRAIN_RETURN_IF_ERROR(transport_->Recv(peer_, &message_, timeout_));
   totals_.wait_seconds += SecondsSince(start);
   totals_.wire_bytes += message_.size();
   ++totals_.frames;
+  const TraceWriter::Clock::time_point decode = TraceWriter::Clock::now();
+  if (trace_) {
+    trace_->Complete("recv", "comm", wait, decode,
+                     {{"from", peer_name_}, {"micro_batch", micro_batch},
+                      {"bytes", message_.size()}});
+  }
 
   start = Clock::now();
   Span<const uint8_t> frame;
@@ -133,6 +150,10 @@ StatusOr<at::Tensor> TensorReceiver::Receive(MessageKind kind, uint64_t step,
   totals_.raw_bytes += raw_bytes;
   transport_->link_stats().AddRawBytesReceived(peer_, raw_bytes);
   totals_.codec_seconds += SecondsSince(start);
+  if (trace_) {
+    trace_->Complete("decode", "codec", decode, TraceWriter::Clock::now(),
+                     {{"micro_batch", micro_batch}});
+  }
   return tensor;
 }
 

@@ -27,6 +27,7 @@
 #include "compression/link_decoder.h"
 #include "net/transport.h"
 #include "runtime/micro_batch_message.h"
+#include "runtime/trace_writer.h"
 
 namespace geotrain::runtime {
 
@@ -37,6 +38,13 @@ struct LinkTotals {
   double wait_seconds = 0;  // blocked on the transport (receiving, or flushing sends)
   double relative_error_sum = 0;  // sender: Σ of each frame's ||x - x̂|| / ||x||
   uint64_t frames = 0;
+
+  // What happened between two readings of the same link's totals.
+  LinkTotals operator-(const LinkTotals& before) const {
+    return {raw_bytes - before.raw_bytes,         wire_bytes - before.wire_bytes,
+            codec_seconds - before.codec_seconds, wait_seconds - before.wait_seconds,
+            relative_error_sum - before.relative_error_sum, frames - before.frames};
+  }
 };
 
 class TensorSender {
@@ -57,6 +65,8 @@ class TensorSender {
 
   compression::Codec& codec() { return *compressed_; }
   const LinkTotals& totals() const { return totals_; }
+  // Records a "send" span per message (on the send thread) in `trace`, which must outlive us.
+  void set_trace(TraceWriter* trace) { trace_ = trace; }
 
  private:
   TensorSender(net::Transport* transport, int peer, std::string peer_name, net::Timeout timeout,
@@ -72,10 +82,12 @@ class TensorSender {
   std::unique_ptr<compression::Codec> plain_;
   std::vector<uint8_t> frame_;
   LinkTotals totals_;
+  TraceWriter* trace_ = nullptr;
 
   struct Queued {
     std::vector<uint8_t> message;
     uint64_t raw_bytes;
+    uint32_t micro_batch;
   };
   std::mutex mu_;
   std::condition_variable changed_;
@@ -99,6 +111,8 @@ class TensorReceiver {
 
   compression::LinkDecoder& decoder() { return decoder_; }
   const LinkTotals& totals() const { return totals_; }
+  // Records "recv" and "decode" spans per message in `trace`, which must outlive us.
+  void set_trace(TraceWriter* trace) { trace_ = trace; }
 
  private:
   StatusOr<at::Tensor> Receive(MessageKind kind, uint64_t step, uint32_t micro_batch,
@@ -111,6 +125,7 @@ class TensorReceiver {
   compression::LinkDecoder decoder_;
   std::vector<uint8_t> message_;
   LinkTotals totals_;
+  TraceWriter* trace_ = nullptr;
 };
 
 }  // namespace geotrain::runtime

@@ -279,7 +279,7 @@ TEST(StageRuntimeProfile, WritesAChromeTraceOfEveryKindOfSpan) {
   for (const auto& event : trace["traceEvents"]) {
     if (event["ph"] == "X") names.insert(event["name"].get<std::string>());
   }
-  for (const char* name : {"recv activation", "forward", "backward", "encode gradient",
+  for (const char* name : {"recv", "decode", "forward", "backward", "encode gradient", "send",
                            "sync gradients", "optimizer"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
