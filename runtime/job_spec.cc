@@ -109,6 +109,7 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("cache_dir", &a.data.cache_dir);
     s.Field("seq_length", &a.data.seq_length);
     s.Field("samples_per_epoch", &a.data.samples_per_epoch);
+    s.Field("stable_shards", &a.data.stable_shards);
   });
   b.Section("pipeline", [&](auto& s) {
     s.Field("stages", &spec->num_stages);

@@ -61,6 +61,10 @@ struct DataSettings {
   int64_t seq_length = 128;
   // Samples per epoch over all replicas; 0: every block of the mixture once.
   uint64_t samples_per_epoch = 0;
+  // Every replica keeps the samples of its first epoch (BatchOptions::stable_shards). Always on
+  // with a delta forward codec, whose per-replica activation cache only pays when a sample comes
+  // back to the same replica.
+  bool stable_shards = false;
 };
 
 struct DataParallelSettings {

@@ -25,6 +25,9 @@ StatusOr<std::unique_ptr<TrainingData>> TrainingData::Open(const StageAssignment
   batch.world_size = assignment.dp_size;
   batch.seed = assignment.training.seed;
   batch.samples_per_epoch = settings.samples_per_epoch;
+  const compression::CodecId forward = assignment.compression.forward.codec;
+  batch.stable_shards = settings.stable_shards || forward == compression::CodecId::kDelta ||
+                        forward == compression::CodecId::kDeltaLowBits;
   auto iterator = models::data::BatchIterator::Create(data->train_.get(), batch);
   if (!iterator.ok()) return iterator.status().WithContext("data.train");
   data->train_iterator_ = std::move(iterator).value();
@@ -36,6 +39,7 @@ StatusOr<std::unique_ptr<TrainingData>> TrainingData::Open(const StageAssignment
     data->valid_ = std::move(valid).value();
     data->valid_options_ = batch;
     data->valid_options_.samples_per_epoch = 0;
+    data->valid_options_.stable_shards = false;
   }
   return data;
 }

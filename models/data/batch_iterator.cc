@@ -3,7 +3,13 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/hash_random.h"
+
 namespace geotrain::models::data {
+namespace {
+// HashCounter stream of the stable shards' per-epoch shuffles ("SHARD").
+constexpr uint64_t kStableShardStream = 0x5348415244ull;
+}  // namespace
 
 StatusOr<std::unique_ptr<BatchIterator>> BatchIterator::Create(const Dataset* dataset,
                                                                const BatchOptions& options) {
@@ -48,18 +54,44 @@ Status BatchIterator::Seek(const DataPosition& position) {
   return OkStatus();
 }
 
+uint64_t BatchIterator::RankOffset(uint64_t index) const {
+  return (index * static_cast<uint64_t>(options_.world_size) +
+          static_cast<uint64_t>(options_.rank)) *
+         static_cast<uint64_t>(options_.batch_size);
+}
+
+Status BatchIterator::BuildOrder(uint64_t epoch) {
+  GEOTRAIN_ASSIGN_OR_RETURN(order_, BuildEpochOrder(mixture_, options_.seed,
+                                                    options_.stable_shards ? 0 : epoch));
+  if (options_.stable_shards) {
+    // This rank's share of epoch 0, in its epoch-0 order, then reshuffled for later epochs.
+    const uint64_t batch_size = static_cast<uint64_t>(options_.batch_size);
+    std::vector<uint64_t> share;
+    share.reserve(batches_per_epoch_ * batch_size);
+    for (uint64_t index = 0; index < batches_per_epoch_; ++index) {
+      const auto first = order_.begin() + static_cast<std::ptrdiff_t>(RankOffset(index));
+      share.insert(share.end(), first, first + static_cast<std::ptrdiff_t>(batch_size));
+    }
+    if (epoch > 0) {
+      ShuffleIds(&share, HashCounter(options_.seed ^ kStableShardStream,
+                                     static_cast<uint64_t>(options_.rank), epoch));
+    }
+    order_ = std::move(share);
+  }
+  order_epoch_ = epoch;
+  has_order_ = true;
+  return OkStatus();
+}
+
 StatusOr<Batch> BatchIterator::Next() {
   if (position_.index == batches_per_epoch_) position_ = {position_.epoch + 1, 0};
   if (!has_order_ || order_epoch_ != position_.epoch) {
-    GEOTRAIN_ASSIGN_OR_RETURN(order_, BuildEpochOrder(mixture_, options_.seed, position_.epoch));
-    order_epoch_ = position_.epoch;
-    has_order_ = true;
+    GEOTRAIN_RETURN_IF_ERROR(BuildOrder(position_.epoch));
   }
   const uint64_t batch_size = static_cast<uint64_t>(options_.batch_size);
   const uint64_t seq_length = static_cast<uint64_t>(dataset_->seq_length());
-  const uint64_t first = (position_.index * static_cast<uint64_t>(options_.world_size) +
-                          static_cast<uint64_t>(options_.rank)) *
-                         batch_size;
+  const uint64_t first = options_.stable_shards ? position_.index * batch_size
+                                                : RankOffset(position_.index);
   Batch batch;
   batch.epoch = position_.epoch;
   batch.index = position_.index;

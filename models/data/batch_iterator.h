@@ -7,7 +7,8 @@
 // rank gets batch_size samples per round and the same number of batches per epoch, and together
 // they cover the epoch except the last samples_per_epoch % (world_size * batch_size), which are
 // dropped so that no rank waits on another. After the last batch of an epoch, the next epoch
-// starts; the stream never ends (stop on Batch::epoch).
+// starts; the stream never ends (stop on Batch::epoch). With stable_shards, epoch e > 0 visits
+// the rank's epoch-0 share again, shuffled by (seed, e, rank).
 //
 // Holds a pointer to the Dataset, which must outlive it. Not thread-safe: one iterator per
 // consumer; iterators over one Dataset may run in different threads.
@@ -30,6 +31,11 @@ struct BatchOptions {
   int64_t world_size = 1;          // data-parallel replicas, > 0
   uint64_t seed = 0;               // the shuffle; the same on every rank
   uint64_t samples_per_epoch = 0;  // all ranks together; 0: the total block count of all sources
+  // Each rank keeps the samples epoch 0 dealt it and visits them in a new order every epoch, so
+  // a sample always reaches the same replica (AC-SGD's delta codec then finds it in that
+  // replica's activation cache). Later epochs revisit epoch 0's samples, so with a mixture whose
+  // epochs differ (samples_per_epoch below the block count) the rest is never seen.
+  bool stable_shards = false;
 };
 
 struct Batch {
@@ -63,6 +69,12 @@ class BatchIterator {
         options_(options),
         mixture_(std::move(mixture)),
         batches_per_epoch_(batches_per_epoch) {}
+
+  // Position in the epoch order where this rank's batch `index` starts (dealt in rounds).
+  uint64_t RankOffset(uint64_t index) const;
+  // Fills order_ with what epoch `epoch` visits (the whole epoch order, or with stable_shards
+  // this rank's share only).
+  Status BuildOrder(uint64_t epoch);
 
   const Dataset* dataset_;
   BatchOptions options_;

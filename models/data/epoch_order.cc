@@ -20,23 +20,24 @@ uint64_t UniformBelow(SplitMix64* random, uint64_t bound) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(random->Next()) * bound) >> 64);
 }
 
-void Shuffle(std::vector<uint64_t>* values, uint64_t random_seed) {
-  SplitMix64 random(random_seed);
-  for (size_t i = values->size(); i > 1; --i) {
-    std::swap((*values)[i - 1], (*values)[UniformBelow(&random, i)]);
-  }
-}
 
 // Block indexes of pass `pass` over a source of `block_count` blocks.
 std::vector<uint64_t> PassPermutation(uint64_t block_count, uint64_t seed, uint64_t source,
                                       uint64_t pass) {
   std::vector<uint64_t> blocks(block_count);
   std::iota(blocks.begin(), blocks.end(), uint64_t{0});
-  Shuffle(&blocks, HashCounter(seed, kSourcePassStream | source, pass));
+  ShuffleIds(&blocks, HashCounter(seed, kSourcePassStream | source, pass));
   return blocks;
 }
 
 }  // namespace
+
+void ShuffleIds(std::vector<uint64_t>* values, uint64_t random_seed) {
+  SplitMix64 random(random_seed);
+  for (size_t i = values->size(); i > 1; --i) {
+    std::swap((*values)[i - 1], (*values)[UniformBelow(&random, i)]);
+  }
+}
 
 StatusOr<std::vector<uint64_t>> SamplesPerSource(const EpochMixture& mixture) {
   const size_t n = mixture.block_counts.size();
@@ -102,7 +103,7 @@ StatusOr<std::vector<uint64_t>> BuildEpochOrder(const EpochMixture& mixture, uin
       }
     }
   }
-  Shuffle(&order, HashCounter(seed, kEpochShuffleStream, epoch));
+  ShuffleIds(&order, HashCounter(seed, kEpochShuffleStream, epoch));
   return order;
 }
 

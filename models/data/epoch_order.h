@@ -29,6 +29,9 @@ struct EpochMixture {
 // Samples per source in one epoch (sums to samples_per_epoch).
 StatusOr<std::vector<uint64_t>> SamplesPerSource(const EpochMixture& mixture);
 
+// Fisher-Yates shuffle of `values` by SplitMix64(random_seed): the same order on every machine.
+void ShuffleIds(std::vector<uint64_t>* values, uint64_t random_seed);
+
 // The sample ids (sample_id.h) of epoch `epoch`, in visiting order.
 StatusOr<std::vector<uint64_t>> BuildEpochOrder(const EpochMixture& mixture, uint64_t seed,
                                                 uint64_t epoch);

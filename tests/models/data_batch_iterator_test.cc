@@ -1,6 +1,7 @@
 // Dataset + BatchIterator: packing, stable ids, determinism, resume, sharding, weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -299,6 +300,48 @@ TEST(DataPositionTest, JsonRoundTripAndErrors) {
        {"[]", "{\"epoch\": 1}", "{\"epoch\": 1, \"index\": -2}",
         "{\"epoch\": 1, \"index\": 2, \"step\": 3}", "{\"epoch\": \"1\", \"index\": 2}"}) {
     EXPECT_FALSE(DataPositionFromJson(nlohmann::json::parse(bad)).ok()) << bad;
+  }
+}
+
+// With stable shards every rank keeps its epoch-0 share, in a new order every epoch.
+TEST_F(DataBatchIteratorTest, StableShardsKeepEachRanksShareInANewOrder) {
+  // Weights proportional to the block counts: an epoch visits every block once.
+  const auto dataset = Open(Options(50, 30));
+  ASSERT_NE(dataset, nullptr);
+  std::vector<std::vector<std::vector<uint64_t>>> by_rank(2);  // [rank][epoch] -> ids
+  for (int rank = 0; rank < 2; ++rank) {
+    BatchOptions options{2, rank, 2, 9, 0, /*stable_shards=*/true};
+    BatchOptions plain_options = options;
+    plain_options.stable_shards = false;
+    const auto stable = Iterator(*dataset, options);
+    const auto plain = Iterator(*dataset, plain_options);
+    const int per_epoch = static_cast<int>(stable->batches_per_epoch());
+    for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+      std::vector<uint64_t> ids;
+      for (const Batch& batch : Take(stable.get(), per_epoch)) {
+        EXPECT_EQ(batch.epoch, epoch);
+        ids.insert(ids.end(), batch.sample_ids.begin(), batch.sample_ids.end());
+      }
+      std::vector<uint64_t> plain_ids;
+      for (const Batch& batch : Take(plain.get(), per_epoch)) {
+        plain_ids.insert(plain_ids.end(), batch.sample_ids.begin(), batch.sample_ids.end());
+      }
+      if (epoch == 0) EXPECT_EQ(ids, plain_ids);  // epoch 0 is dealt as without stable shards
+      by_rank[rank].push_back(ids);
+    }
+  }
+  auto sorted = [](std::vector<uint64_t> ids) {
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(sorted(by_rank[rank][1]), sorted(by_rank[rank][0]));
+    EXPECT_EQ(sorted(by_rank[rank][2]), sorted(by_rank[rank][0]));
+    EXPECT_NE(by_rank[rank][1], by_rank[rank][0]);
+    EXPECT_NE(by_rank[rank][2], by_rank[rank][1]);
+  }
+  for (uint64_t id : by_rank[0][0]) {
+    EXPECT_EQ(std::count(by_rank[1][0].begin(), by_rank[1][0].end(), id), 0) << id;
   }
 }
 
