@@ -310,12 +310,11 @@ int RunPipelineBench(const PipelineBenchOptions& options) {
     const auto& compression = setting.job.compression;
     const int64_t warmup = std::max(compression.warmup_steps,
                                     compression.warmup_epochs * steps_per_epoch);
-    // A delta link sends a sample in full on its first visit. Epochs deal the samples to the
-    // replicas anew, so every replica's link has seen (nearly) every sample only after about
-    // `replicas` epochs past the warm-up.
+    // A delta link sends a sample in full on its first visit, so its steady state starts one
+    // epoch after the warm-up (stable shards bring every sample back to the same replica).
     const bool delta = compression.forward.codec == compression::CodecId::kDelta;
-    const int64_t steady_from = std::min<int64_t>(
-        warmup + (delta ? kReplicas * steps_per_epoch : 0), setting.job.training.total_steps - 1);
+    const int64_t steady_from = std::min<int64_t>(warmup + (delta ? steps_per_epoch : 0),
+                                                  setting.job.training.total_steps - 1);
     Summary summary = Summarise(setting, *runs, steady_from);
     if (!baseline) baseline = summary;
     summary.line["loss_ratio_vs_none"] = Ratio(summary.final_loss, baseline->final_loss);
