@@ -63,7 +63,6 @@ class TensorSender {
   // Waits until every queued message has been sent; the first send error if any.
   Status Flush();
 
-  compression::Codec& codec() { return *compressed_; }
   const LinkTotals& totals() const { return totals_; }
   // Records a "send" span per message (on the send thread) in `trace`, which must outlive us.
   void set_trace(TraceWriter* trace) { trace_ = trace; }
@@ -109,7 +108,6 @@ class TensorReceiver {
   StatusOr<at::Tensor> Recv(MessageKind kind, uint64_t step, uint32_t micro_batch,
                             MicroBatchHeader* header);
 
-  compression::LinkDecoder& decoder() { return decoder_; }
   const LinkTotals& totals() const { return totals_; }
   // Records "recv" and "decode" spans per message in `trace`, which must outlive us.
   void set_trace(TraceWriter* trace) { trace_ = trace; }

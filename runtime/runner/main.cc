@@ -6,12 +6,14 @@
 //
 // Flags follow the seed projects (runtime/seed_flags.h; docs/job-spec.md maps them onto the job
 // spec). Rank 0 serves the rendezvous store of a tcp:// URL; a file:// URL names a file every rank
-// can reach. Each step of the last stage prints one JSON line on stdout; logs go to stderr.
+// can reach. Every step prints one JSON line on stdout (with the loss on the last stage); logs go
+// to stderr.
 // Exit codes: 0 trained to the end, 1 training failed (the message names the rank, the operation
 // and the peer), 2 bad flags or job file.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -59,10 +61,10 @@ nlohmann::json StepJson(const StageAssignment& assignment, const StepResult& r) 
       {"stage", assignment.stage},
       {"replica", assignment.dp_rank},
       {"step", r.step},
-      {"loss", r.loss},
       {"lr", r.lr},
       {"grad_norm", r.grad_norm},
       {"compressed", r.compressed},
+      {"forward_relative_error", r.forward_relative_error},
       {"step_seconds", r.step_seconds},
       {"compute_seconds", r.compute_seconds},
       {"codec_seconds", r.codec_seconds},
@@ -76,6 +78,7 @@ nlohmann::json StepJson(const StageAssignment& assignment, const StepResult& r) 
         {"dp", r.wire_bytes.dp},
         {"embedding", r.wire_bytes.embedding}}},
   };
+  if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
   if (r.eval_loss) line["eval_loss"] = *r.eval_loss;
   return line;
 }
@@ -104,7 +107,7 @@ Status Train(const SeedRunConfig& config) {
   if (*resumed > 0) spdlog::info("{}: resumed from the checkpoint of step {}", where, *resumed);
 
   const Status status = (*runtime)->Run([&](const StepResult& result) {
-    if (assignment.is_last_stage()) std::cout << StepJson(assignment, result).dump() << std::endl;
+    std::cout << StepJson(assignment, result).dump() << std::endl;
     spdlog::debug("{}: step {} took {:.3f} s", where, result.step, result.step_seconds);
   });
   if (!status.ok()) return status.WithContext(where);

@@ -262,8 +262,8 @@ inline std::vector<nlohmann::json> StepLines(const std::string& stdout_text, int
 // Step lines of each last-stage rank, by rank.
 using JobSteps = std::map<int, std::vector<nlohmann::json>>;
 
-// Runs every rank of a job to its end (at most `timeout`); expects each to exit 0 and the
-// first-stage ranks to print nothing on stdout. Returns the last stage's step lines.
+// Runs every rank of a job to its end (at most `timeout`); expects each to exit 0 and to print a
+// step line per step (the first stage's with forward bytes, no loss). Returns the last stage's.
 inline JobSteps RunJobToEnd(const std::string& log_prefix, const std::vector<Args>& rank_args,
                             std::chrono::seconds timeout = std::chrono::seconds(120)) {
   RankProcesses job(log_prefix, rank_args);
@@ -280,8 +280,21 @@ inline JobSteps RunJobToEnd(const std::string& log_prefix, const std::vector<Arg
   for (int rank = 0; rank < kWorld; ++rank) {
     if (rank % kStages == kStages - 1) {
       steps[rank] = StepLines(job.Stdout(rank), rank);
-    } else {
-      EXPECT_EQ(job.Stdout(rank), "") << "rank " << rank << " is not on the last stage";
+      continue;
+    }
+    std::istringstream in(job.Stdout(rank));
+    int64_t previous = -1;  // consecutive steps (a resumed run starts later)
+    for (std::string text; std::getline(in, text);) {
+      const nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
+      if (!line.is_object()) {
+        ADD_FAILURE() << "rank " << rank << " printed a line that is not a JSON object: " << text;
+        continue;
+      }
+      const int64_t step = line.value("step", int64_t{-1});
+      EXPECT_TRUE((previous < 0 || step == previous + 1) && !line.contains("loss") &&
+                  line.at("wire_bytes").at("forward").is_number())
+          << "rank " << rank << ": " << text;
+      previous = step;
     }
   }
   return steps;
