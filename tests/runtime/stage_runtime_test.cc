@@ -88,6 +88,11 @@ struct Layout {
   ScheduleKind schedule;
 };
 
+void PrintTo(const Layout& layout, std::ostream* out) {
+  *out << layout.stages << " stages x " << layout.replicas << " replicas, "
+       << ScheduleKindName(layout.schedule);
+}
+
 class StageRuntimeEquivalence : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(StageRuntimeEquivalence, GradientsMatchTheSingleProcessRun) {
@@ -178,6 +183,8 @@ struct CompressionCase {
   std::string name;
   std::function<void(StageAssignment*)> configure;
 };
+
+void PrintTo(const CompressionCase& c, std::ostream* out) { *out << c.name; }
 
 class StageRuntimeCompression : public ::testing::TestWithParam<CompressionCase> {};
 
