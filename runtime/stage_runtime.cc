@@ -302,13 +302,8 @@ Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, 
   trace_->Complete("forward", "compute", start, Clock::now(), {{"micro_batch", micro_batch}});
   MicroBatchHeader header{MessageKind::kActivation, step, static_cast<uint32_t>(micro_batch),
                           mb.sample_ids};
-  const Clock::time_point encode = Clock::now();
-  GEOTRAIN_RETURN_IF_ERROR(to_next_->Send(header, mb.output.detach(), compress)
-                               .WithContext("sending the activation of micro-batch " +
-                                            std::to_string(micro_batch)));
-  trace_->Complete("encode activation", "codec", encode, Clock::now(),
-                   {{"micro_batch", micro_batch}});
-  return OkStatus();
+  return to_next_->Send(header, mb.output.detach(), compress)
+      .WithContext("sending the activation of micro-batch " + std::to_string(micro_batch));
 }
 
 Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches,
@@ -339,12 +334,9 @@ Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroB
         compress && (!assignment_.compression.backward_epilogue_only || epilogue);
     MicroBatchHeader header{MessageKind::kGradient, step, static_cast<uint32_t>(micro_batch),
                             mb.sample_ids};
-    const Clock::time_point encode = Clock::now();
     GEOTRAIN_RETURN_IF_ERROR(to_prev_->Send(header, mb.input.grad(), compress_this)
                                  .WithContext("sending the gradient of micro-batch " +
                                               std::to_string(micro_batch)));
-    trace_->Complete("encode gradient", "codec", encode, Clock::now(),
-                     {{"micro_batch", micro_batch}});
   }
   mb = MicroBatch{};  // frees the activations of this micro-batch
   return OkStatus();

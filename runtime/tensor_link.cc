@@ -52,6 +52,7 @@ Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tens
     if (!error_.ok()) return error_;
   }
   const Clock::time_point start = Clock::now();
+  const TraceWriter::Clock::time_point encode = TraceWriter::Clock::now();
   compression::EncodeStats stats;
   GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(compress ? *compressed_ : *plain_, tensor,
                                                      header.sample_ids, header.step, &frame_,
@@ -64,6 +65,11 @@ Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tens
   totals_.wire_bytes += queued.message.size();
   totals_.relative_error_sum += stats.rel_error;
   ++totals_.frames;
+  if (trace_) {
+    trace_->Complete("encode", "codec", encode, TraceWriter::Clock::now(),
+                     {{"to", peer_name_}, {"micro_batch", header.micro_batch},
+                      {"compressed", compress}});
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(queued));

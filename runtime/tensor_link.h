@@ -64,7 +64,8 @@ class TensorSender {
   Status Flush();
 
   const LinkTotals& totals() const { return totals_; }
-  // Records a "send" span per message (on the send thread) in `trace`, which must outlive us.
+  // Records "encode" and (on the send thread) "send" spans per message in `trace`, which must
+  // outlive us.
   void set_trace(TraceWriter* trace) { trace_ = trace; }
 
  private:

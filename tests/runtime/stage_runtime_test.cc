@@ -286,7 +286,7 @@ TEST(StageRuntimeProfile, WritesAChromeTraceOfEveryKindOfSpan) {
   for (const auto& event : trace["traceEvents"]) {
     if (event["ph"] == "X") names.insert(event["name"].get<std::string>());
   }
-  for (const char* name : {"recv", "decode", "forward", "backward", "encode gradient", "send",
+  for (const char* name : {"recv", "decode", "forward", "backward", "encode", "send",
                            "sync gradients", "optimizer"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
