@@ -545,7 +545,10 @@ Status CheckpointStore::DeleteStep(int64_t step) const {
   }
   std::error_code error;
   fs::remove_all(aside, error);
-  if (error) return Unavailable(aside + ": cannot delete: " + error.message());
+  // ENOENT: another rank's Prune is sweeping this leftover too (see Prune).
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return Unavailable(aside + ": cannot delete: " + error.message());
+  }
   return OkStatus();
 }
 
@@ -560,6 +563,16 @@ Status CheckpointStore::Prune(int keep) {
     if (is_complete) ++complete;
     if ((is_complete && complete > keep) || (!is_complete && complete > 0)) {
       GEOTRAIN_RETURN_IF_ERROR(DeleteStep(step));
+    }
+  }
+  // Steps renamed aside by a Prune that died before deleting them. Another Prune may be deleting
+  // one right now, so errors (the directory vanishing underneath) are not failures.
+  std::error_code error;
+  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("step-", 0) == 0 && name.find(".deleting-") != std::string::npos) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
     }
   }
   return OkStatus();

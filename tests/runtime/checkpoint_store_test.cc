@@ -266,6 +266,16 @@ TEST(CheckpointStoreTest, PruneKeepsTheNewestComplete) {
   EXPECT_TRUE(b.Read(2).ok());
 }
 
+TEST(CheckpointStoreTest, PruneRemovesStepsAnInterruptedPruneRenamedAside) {
+  testing::TempDir tmp;
+  CheckpointStore store = OpenStore(tmp.path(), 0, 1, 0, 1);
+  ASSERT_TRUE(store.Write(Sample(2, 0)).ok());
+  std::filesystem::create_directory(tmp.File("step-00000001.deleting-123-0"));
+  tmp.Write("step-00000001.deleting-123-0/model.safetensors", "left behind");
+  ASSERT_TRUE(store.Prune(1).ok());
+  EXPECT_EQ(Entries(tmp.path()), (std::set<std::string>{"step-00000002"}));
+}
+
 TEST(CheckpointStoreTest, AnotherLayoutIsAnError) {
   testing::TempDir tmp;
   ASSERT_TRUE(OpenStore(tmp.path(), 0, 2, 0, 1).Write(Sample(8, 0)).ok());
