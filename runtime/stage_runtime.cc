@@ -200,6 +200,13 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   return runtime;
 }
 
+std::string StageRuntime::DataParallelErrorContext() const {
+  // The sync's messages number peers within the group: say what the numbers are.
+  return "data-parallel group of stage " + std::to_string(assignment_.stage) + " (its rank r is " +
+         "replica r, global rank r x " + std::to_string(assignment_.num_stages) + " + " +
+         std::to_string(assignment_.stage) + ")";
+}
+
 net::Timeout StageRuntime::timeout() const {
   return net::Timeout(static_cast<int64_t>(assignment_.training.timeout_seconds * 1000));
 }
@@ -383,10 +390,11 @@ Status StageRuntime::SynchronizeGradients(StepResult* result) {
       result->wire_bytes.embedding += sent;
     }
   }
-  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->BeforeClip(step_, compress));
-  GEOTRAIN_ASSIGN_OR_RETURN(double total, SumOverPipeline(LocalSquaredNorm(), links_.upstream.get(),
-                                                          links_.downstream.get(), timeout()));
-  result->grad_norm = std::sqrt(total);
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->BeforeClip(step_, compress).WithContext(DataParallelErrorContext()));
+  auto total = SumOverPipeline(LocalSquaredNorm(), links_.upstream.get(), links_.downstream.get(),
+                               timeout());
+  if (!total.ok()) return total.status().WithContext("summing the gradient norm over the pipeline");
+  result->grad_norm = std::sqrt(*total);
   const double coefficient = ClipCoefficient(result->grad_norm, assignment_.optimizer.max_grad_norm);
   if (coefficient < 1) ScaleGrads(parameters_, coefficient);
   result->comm_seconds += SecondsSince(start);
@@ -402,14 +410,14 @@ Status StageRuntime::ApplyOptimizer(StepResult* result) {
   optimizer_->UpdateMoments();
   result->compute_seconds += SecondsSince(start);
   start = Clock::now();
-  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterMoments(step_, compress));
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterMoments(step_, compress).WithContext(DataParallelErrorContext()));
   result->comm_seconds += SecondsSince(start);
   start = Clock::now();
   optimizer_->ApplyUpdate(result->lr);
   result->compute_seconds += SecondsSince(start);
   trace_->Complete("optimizer", "compute", start, Clock::now());
   start = Clock::now();
-  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterUpdate(step_, compress));
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterUpdate(step_, compress).WithContext(DataParallelErrorContext()));
   result->comm_seconds += SecondsSince(start);
   trace_->Complete("sync parameters", "sync", start, Clock::now());
 
@@ -427,7 +435,7 @@ Status StageRuntime::ApplyOptimizer(StepResult* result) {
 
 StatusOr<double> StageRuntime::Evaluate() {
   if (!data_->has_validation()) return FailedPrecondition("evaluate: data.valid has no sources");
-  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush());
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush().WithContext(DataParallelErrorContext()));
   at::NoGradGuard no_grad;
   const Clock::time_point start = Clock::now();
   std::unique_ptr<models::data::BatchIterator> batches;
@@ -471,7 +479,7 @@ StatusOr<double> StageRuntime::Evaluate() {
 
 Status StageRuntime::Checkpoint() {
   if (!checkpoints_) return FailedPrecondition("checkpoint: training.checkpoint_dir is empty");
-  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush());
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush().WithContext(DataParallelErrorContext()));
   const Clock::time_point start = Clock::now();
   RankCheckpoint checkpoint;
   checkpoint.step = step_;
@@ -550,7 +558,7 @@ Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step) 
     }
     if (on_step) on_step(result);
   }
-  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush());
+  GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush().WithContext(DataParallelErrorContext()));
   return trace_->Flush();
 }
 

@@ -113,6 +113,7 @@ class StageRuntime {
   Status Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches, bool compress);
   Status FlushSends();
   net::Timeout timeout() const;
+  std::string DataParallelErrorContext() const;
   // The tied embedding copy of this stage, when it takes part in embedding sync.
   const at::Tensor* TiedEmbedding() const;
   double LocalSquaredNorm() const;
