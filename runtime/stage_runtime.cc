@@ -474,7 +474,15 @@ StatusOr<double> StageRuntime::Evaluate() {
   if (to_next_) GEOTRAIN_RETURN_IF_ERROR(to_next_->Flush());
   trace_->Complete("evaluate", "compute", start, Clock::now());
   if (!assignment_.is_last_stage()) return std::numeric_limits<double>::quiet_NaN();
-  return loss_sum / static_cast<double>(assignment_.training.eval_batches);
+  // The replicas evaluated disjoint shares: their last stages agree on the mean (the exchange
+  // the data-parallel sync may run in the background was flushed above).
+  float mean = static_cast<float>(loss_sum / static_cast<double>(assignment_.training.eval_batches));
+  if (links_.data_parallel) {
+    GEOTRAIN_RETURN_IF_ERROR(links_.data_parallel->AllReduceSum(Span<float>(&mean, 1), timeout())
+                                 .WithContext("averaging the evaluation loss over the replicas"));
+    mean /= static_cast<float>(assignment_.dp_size);
+  }
+  return static_cast<double>(mean);
 }
 
 Status StageRuntime::Checkpoint() {

@@ -88,8 +88,8 @@ class StageRuntime {
 
   // One training step (the four parts above).
   StatusOr<StepResult> Step();
-  // The mean loss over training.eval_batches validation micro-batches (last stage; NaN on
-  // others). Every stage of the replica must call it at the same point.
+  // The mean loss over training.eval_batches validation micro-batches of every replica (last
+  // stage; NaN on others). Every rank of the job must call it at the same point.
   StatusOr<double> Evaluate();
   // Writes this rank's part of the checkpoint of the current step.
   Status Checkpoint();

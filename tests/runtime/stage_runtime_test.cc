@@ -194,6 +194,8 @@ TEST_P(StageRuntimeCompression, TrainsAndSendsLess) {
   geotrain::testing::TempDir dir;
   StageAssignment job = TinyJob(dir, 2, 2);
   job.training.total_steps = 6;
+  job.training.eval_every = 3;
+  job.training.eval_batches = 1;
   job.compression.warmup_steps = 2;
   GetParam().configure(&job);
   std::mutex mu;
@@ -210,6 +212,8 @@ TEST_P(StageRuntimeCompression, TrainsAndSendsLess) {
     ASSERT_TRUE(status.ok()) << status.ToString();
   });
   ASSERT_EQ(last_stage_steps.size(), 6u);
+  ASSERT_TRUE(last_stage_steps.back().eval_loss.has_value());
+  EXPECT_TRUE(std::isfinite(*last_stage_steps.back().eval_loss));
   for (const StepResult& r : last_stage_steps) EXPECT_TRUE(std::isfinite(r.loss)) << r.step;
   EXPECT_LT(last_stage_steps.back().loss, last_stage_steps.front().loss);
   for (size_t i = 0; i < 6; ++i) {
