@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,9 @@ struct TrainingSettings {
 
 struct StageAssignment {
   std::string model_dir;  // Hugging Face directory: config.json + *.safetensors
+  // When set and model_dir holds no *.safetensors: start from weights initialised from
+  // config.json with this seed (models/init_random_model.h), identical on every rank.
+  std::optional<uint64_t> model_init_seed;
   int stage = 0;
   int num_stages = 1;
   // Layers [first_layer, last_layer) of this stage; both -1: an even split (SplitLayersEvenly).

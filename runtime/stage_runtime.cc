@@ -563,7 +563,9 @@ Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step) 
     if (checkpoints_ && ((training.checkpoint_every > 0 && step_ % training.checkpoint_every == 0) ||
                          (last && training.checkpoint_every > 0))) {
       GEOTRAIN_RETURN_IF_ERROR(Checkpoint());
+      result.checkpointed = true;
     }
+    result.total_steps = training.total_steps;
     if (on_step) on_step(result);
   }
   GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush().WithContext(DataParallelErrorContext()));

@@ -68,6 +68,8 @@ struct StepResult {
   StepBytes wire_bytes;
   double forward_relative_error = 0;  // mean over this step's activation frames sent
   std::optional<double> eval_loss;    // when the step ended with an evaluation (last stage)
+  bool checkpointed = false;          // this rank wrote its part of the checkpoint of `step`
+  int64_t total_steps = 0;            // training.total_steps (known once the data is open)
 };
 
 class StageRuntime {

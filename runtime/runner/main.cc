@@ -13,15 +13,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <cmath>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
-#include "models/model_config.h"
 #include "net/gloo_transport.h"
-#include "runtime/job_spec.h"
+#include "runtime/rank_runner.h"
 #include "runtime/seed_flags.h"
-#include "runtime/stage_runtime.h"
 
 namespace geotrain::runtime {
 namespace {
@@ -55,64 +51,21 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const SeedRunConfig& config,
   return InvalidArgument("--dist-url: \"" + url + "\" is neither tcp://HOST:PORT nor file:///PATH");
 }
 
-nlohmann::json StepJson(const StageAssignment& assignment, const StepResult& r) {
-  nlohmann::json line = {
-      {"rank", assignment.global_rank()},
-      {"stage", assignment.stage},
-      {"replica", assignment.dp_rank},
-      {"step", r.step},
-      {"lr", r.lr},
-      {"grad_norm", r.grad_norm},
-      {"compressed", r.compressed},
-      {"forward_relative_error", r.forward_relative_error},
-      {"step_seconds", r.step_seconds},
-      {"compute_seconds", r.compute_seconds},
-      {"codec_seconds", r.codec_seconds},
-      {"comm_seconds", r.comm_seconds},
-      {"raw_bytes",
-       {{"forward", r.raw_bytes.forward}, {"backward", r.raw_bytes.backward}, {"dp", r.raw_bytes.dp},
-        {"embedding", r.raw_bytes.embedding}}},
-      {"wire_bytes",
-       {{"forward", r.wire_bytes.forward},
-        {"backward", r.wire_bytes.backward},
-        {"dp", r.wire_bytes.dp},
-        {"embedding", r.wire_bytes.embedding}}},
-  };
-  if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
-  if (r.eval_loss) line["eval_loss"] = *r.eval_loss;
-  return line;
-}
-
 Status Train(const SeedRunConfig& config) {
-  const StageAssignment& assignment = config.assignment;
-  const std::string where = "rank " + std::to_string(assignment.global_rank()) + " (stage " +
-                            std::to_string(assignment.stage) + ", replica " +
-                            std::to_string(assignment.dp_rank) + ")";
-  const net::Timeout timeout(static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
-  GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig model,
-                            models::LoadModelConfig(assignment.model_dir));
+  const net::Timeout timeout(
+      static_cast<int64_t>(config.assignment.training.timeout_seconds * 1000));
+  RankRunOptions options;
+  options.assignment = config.assignment;
+  options.bind_address = config.bind_address;
   // A job of one rank joins no group, so it needs no rendezvous.
-  c10::intrusive_ptr<c10d::Store> store;
-  if (assignment.world_size() > 1) {
-    GEOTRAIN_ASSIGN_OR_RETURN(store, OpenStore(config, timeout));
-    spdlog::info("{}: joining the job's groups through {}", where, config.dist_url);
+  if (config.assignment.world_size() > 1) {
+    GEOTRAIN_ASSIGN_OR_RETURN(options.store, OpenStore(config, timeout));
+    spdlog::info("rank {}: joining the job's groups through {}", config.assignment.global_rank(),
+                 config.dist_url);
   }
-  auto links = ConnectGlooStageLinks(assignment, model.tie_word_embeddings, store,
-                                     config.bind_address, "geotrain-run");
-  if (!links.ok()) return links.status().WithContext(where);
-  auto runtime = StageRuntime::Create(assignment, std::move(links).value());
-  if (!runtime.ok()) return runtime.status().WithContext(where);
-  auto resumed = (*runtime)->Resume();
-  if (!resumed.ok()) return resumed.status().WithContext(where + ": resuming");
-  if (*resumed > 0) spdlog::info("{}: resumed from the checkpoint of step {}", where, *resumed);
-
-  const Status status = (*runtime)->Run([&](const StepResult& result) {
-    std::cout << StepJson(assignment, result).dump() << std::endl;
-    spdlog::debug("{}: step {} took {:.3f} s", where, result.step, result.step_seconds);
+  return RunRank(options, [&](const StepResult& result) {
+    std::cout << StepResultJson(config.assignment, result).dump() << std::endl;
   });
-  if (!status.ok()) return status.WithContext(where);
-  spdlog::info("{}: trained to step {}", where, (*runtime)->step());
-  return OkStatus();
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+#include "runtime/rank_runner.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+
+#include "models/init_random_model.h"
+#include "models/model_config.h"
+#include "models/safetensors_checkpoint.h"
+#include "runtime/stage_links.h"
+
+namespace geotrain::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool HasWeights(const std::string& model_dir) {
+  std::error_code ec;
+  return fs::exists(fs::path(model_dir) / models::kSafetensorsSingleFile, ec) ||
+         fs::exists(fs::path(model_dir) / models::kSafetensorsIndexFile, ec);
+}
+
+// Removes a directory RunRank made for itself when it returns.
+class ScopedDirectory {
+ public:
+  explicit ScopedDirectory(std::string path) : path_(std::move(path)) {}
+  ~ScopedDirectory() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  ScopedDirectory(const ScopedDirectory&) = delete;
+  ScopedDirectory& operator=(const ScopedDirectory&) = delete;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& r) {
+  nlohmann::json line = {
+      {"rank", assignment.global_rank()},
+      {"stage", assignment.stage},
+      {"replica", assignment.dp_rank},
+      {"step", r.step},
+      {"total_steps", r.total_steps},
+      {"lr", r.lr},
+      {"grad_norm", r.grad_norm},
+      {"compressed", r.compressed},
+      {"checkpointed", r.checkpointed},
+      {"forward_relative_error", r.forward_relative_error},
+      {"step_seconds", r.step_seconds},
+      {"compute_seconds", r.compute_seconds},
+      {"codec_seconds", r.codec_seconds},
+      {"comm_seconds", r.comm_seconds},
+      {"raw_bytes",
+       {{"forward", r.raw_bytes.forward}, {"backward", r.raw_bytes.backward}, {"dp", r.raw_bytes.dp},
+        {"embedding", r.raw_bytes.embedding}}},
+      {"wire_bytes",
+       {{"forward", r.wire_bytes.forward},
+        {"backward", r.wire_bytes.backward},
+        {"dp", r.wire_bytes.dp},
+        {"embedding", r.wire_bytes.embedding}}},
+  };
+  if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
+  if (r.eval_loss) line["eval_loss"] = *r.eval_loss;
+  return line;
+}
+
+Status RunRank(const RankRunOptions& options,
+               const std::function<void(const StepResult&)>& on_step) {
+  StageAssignment assignment = options.assignment;
+  const std::string where = "rank " + std::to_string(assignment.global_rank()) + " (stage " +
+                            std::to_string(assignment.stage) + ", replica " +
+                            std::to_string(assignment.dp_rank) + ")";
+  GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig model,
+                            models::LoadModelConfig(assignment.model_dir));
+
+  // Weights from a seed: every rank derives the same ones (counter-based randomness), so the
+  // stages agree without shipping a file.
+  std::string scratch;
+  if (assignment.model_init_seed && !HasWeights(assignment.model_dir)) {
+    std::string dir = options.init_dir;
+    if (dir.empty()) {
+      std::error_code ec;
+      scratch = (fs::temp_directory_path(ec) /
+                 ("geotrain-init-" + std::to_string(::getpid()) + "-" +
+                  std::to_string(assignment.global_rank())))
+                    .string();
+      dir = scratch;
+    }
+    GEOTRAIN_RETURN_IF_ERROR(models::InitRandomModel(model, dir, *assignment.model_init_seed)
+                                 .WithContext(where + ": model.init_seed"));
+    spdlog::info("{}: initialised the weights of {} with seed {}", where, assignment.model_dir,
+                 *assignment.model_init_seed);
+    assignment.model_dir = dir;
+  }
+  const ScopedDirectory remove_scratch(scratch);
+
+  if (assignment.world_size() > 1 && !options.store) {
+    return FailedPrecondition(where + ": a job of several ranks needs a rendezvous store");
+  }
+  auto links = ConnectGlooStageLinks(assignment, model.tie_word_embeddings, options.store,
+                                     options.bind_address, options.group_prefix);
+  if (!links.ok()) return links.status().WithContext(where);
+  auto runtime = StageRuntime::Create(assignment, std::move(links).value());
+  if (!runtime.ok()) return runtime.status().WithContext(where);
+  auto resumed = (*runtime)->Resume();
+  if (!resumed.ok()) return resumed.status().WithContext(where + ": resuming");
+  if (*resumed > 0) spdlog::info("{}: resumed from the checkpoint of step {}", where, *resumed);
+
+  const Status status = (*runtime)->Run([&](const StepResult& result) {
+    if (on_step) on_step(result);
+    spdlog::debug("{}: step {} took {:.3f} s", where, result.step, result.step_seconds);
+  });
+  if (!status.ok()) return status.WithContext(where);
+  spdlog::info("{}: trained to step {}", where, (*runtime)->step());
+  return OkStatus();
+}
+
+}  // namespace geotrain::runtime

@@ -1,0 +1,40 @@
+// RunRank: trains one rank of a job to its end, the whole life of a training process: join the
+// groups through a rendezvous store, load the stage, resume, run every step, report each one.
+//
+// Shared by geotrain-run (stores from --dist-url) and the worker daemon's task process (a store
+// over the coordinator's key-value API), so both train the same way. Not thread-safe; one call
+// per process is the intended use.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "common/status.h"
+#include "runtime/stage_assignment.h"
+#include "runtime/stage_runtime.h"
+
+namespace geotrain::runtime {
+
+struct RankRunOptions {
+  StageAssignment assignment;
+  // The rendezvous store of the job's groups; may be null when the job has one rank.
+  c10::intrusive_ptr<c10d::Store> store;
+  // The local address Gloo listens on (and peers connect to); empty: the host name's.
+  std::string bind_address;
+  // Prefix of the group names in the store (distinct per job placement).
+  std::string group_prefix = "geotrain-run";
+  // Where weights initialised from model_init_seed go (a directory of this rank's own);
+  // empty: a directory under the system's temporary directory, removed when RunRank returns.
+  std::string init_dir;
+};
+
+// Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step.
+Status RunRank(const RankRunOptions& options, const std::function<void(const StepResult&)>& on_step);
+
+// A step as one JSON object (the line geotrain-run prints; docs/operations.md lists the keys).
+nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& result);
+
+}  // namespace geotrain::runtime
