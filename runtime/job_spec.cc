@@ -1,9 +1,13 @@
 // The job YAML <-> JobSpec. One description of the layout (BindJob, BindCodec) drives both the
 // reader and the writer, so a key cannot be parsed but not written, or written under another name.
+// Reading logs every problem and goes on (JobFileLog), then the values read are checked
+// (StageAssignment::Problems plus the job-level checks), skipping the checks of values that
+// failed to read, so one submission shows every mistake once.
 #include "runtime/job_spec.h"
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "models/file_contents.h"
@@ -99,6 +104,7 @@ void BindJob(Binder& b, JobSpec* spec) {
   b.Field("name", &spec->name);
   b.Section("model", [&](auto& s) {
     s.Field("dir", &a.model_dir);
+    s.Field("init_seed", &a.model_init_seed);
     s.Field("dtype", &a.dtype);
     s.Field("layers", &spec->stage_layers);
   });
@@ -162,6 +168,7 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("resume", &t.resume);
     s.Field("profile", &t.profile_path);
     s.Field("timeout_seconds", &t.timeout_seconds);
+    s.Field("max_restarts", &spec->max_restarts);
   });
 }
 
@@ -208,34 +215,88 @@ std::string WithoutFieldPrefix(const std::string& message) {
   return message.substr(colon + 2);
 }
 
-// Reads the keys of one YAML mapping into fields. The first error is kept in *error and later
-// calls do nothing; Finish reports keys no call asked for.
+// Whether `path` lies inside `ancestor`: "data.train[0]" and "data.train.x" inside "data.train".
+bool IsWithin(const std::string& path, const std::string& ancestor) {
+  return path.size() > ancestor.size() && path.compare(0, ancestor.size(), ancestor) == 0 &&
+         (path[ancestor.size()] == '.' || path[ancestor.size()] == '[');
+}
+// Whether one path is the other or inside it: "data.train" and "data.train[0].path" are related.
+bool Related(const std::string& a, const std::string& b) {
+  return a == b || IsWithin(a, b) || IsWithin(b, a);
+}
+
+// What reading a job file found: every problem, with its line, and the line of every key, so
+// that a later check of a value can say where the value was written.
+class JobFileLog {
+ public:
+  // A value at `path` that could not be read (it keeps its default).
+  void Fail(const std::string& path, int line, std::string message) {
+    problems_.push_back({line, std::move(message)});
+    failed_.push_back(path);
+  }
+  void NoteLine(const std::string& path, int line) { lines_.emplace(path, line); }
+  size_t problem_count() const { return problems_.size(); }
+
+  // Whether `path` failed to read, or lies inside or around something that did.
+  bool Failed(const std::string& path) const {
+    for (const std::string& failed : failed_) {
+      if (Related(path, failed)) return true;
+    }
+    return false;
+  }
+  // " (line 12)" when `path` was written in the file, else "".
+  std::string LineSuffix(const std::string& path) const {
+    const auto it = lines_.find(path);
+    return it == lines_.end() ? "" : " (line " + std::to_string(it->second) + ")";
+  }
+  // In the order of the file.
+  std::vector<std::string> Problems() const {
+    std::vector<std::pair<int, std::string>> sorted = problems_;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> messages;
+    for (auto& [line, message] : sorted) messages.push_back(std::move(message));
+    return messages;
+  }
+
+ private:
+  std::vector<std::pair<int, std::string>> problems_;  // (line, "path (line N): reason")
+  std::vector<std::string> failed_;
+  std::map<std::string, int> lines_;  // key path -> 1-based line
+};
+
+// Reads the keys of one YAML mapping into fields. A value that cannot be read is logged and
+// leaves its field at the default; reading goes on with the other keys, so one pass finds every
+// problem. Finish logs the keys no call asked for.
 class YamlReader {
  public:
-  YamlReader(const YAML::Node& map, std::string path, Status* error)
-      : path_(std::move(path)), error_(error) {
+  YamlReader(const YAML::Node& map, std::string path, JobFileLog* log)
+      : path_(std::move(path)), log_(log) {
     if (map.IsNull()) return;
     if (!map.IsMap()) {
-      Fail(Mismatch(path_.empty() ? "job spec" : path_, "a mapping", map));
+      Mismatch(path_.empty() ? "job spec" : path_, "a mapping", map);
       return;
     }
     for (auto it = map.begin(); it != map.end(); ++it) {
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
       if (key.empty()) {
-        Fail(InvalidArgument(At(PathOf("?"), it->first) + ": not a key"));
-        return;
+        Fail(PathOf("?"), it->first.Mark(), "not a key");
+        continue;
       }
+      // The value of a key given twice is ambiguous: neither is read.
       if (!entries_.emplace(key, it->second).second) {
-        Fail(InvalidArgument(At(PathOf(key), it->first) + ": duplicate key"));
-        return;
+        duplicates_.insert(key);
+        Fail(PathOf(key), it->first.Mark(), "duplicate key");
+        continue;
       }
       marks_.emplace(key, it->first.Mark());
+      log_->NoteLine(PathOf(key), it->first.Mark().line + 1);
     }
   }
 
   void Field(const char* key, std::string* value) {
     if (const YAML::Node* node = Take(key)) {
-      if (!node->IsScalar()) return Fail(Mismatch(PathOf(key), "a string", *node));
+      if (!node->IsScalar()) return Mismatch(PathOf(key), "a string", *node);
       *value = node->Scalar();
     }
   }
@@ -247,39 +308,42 @@ class YamlReader {
       } else if (text == "false" || text == "no" || text == "off") {
         *value = false;
       } else {
-        Fail(Mismatch(PathOf(key), "true or false", *node));
+        Mismatch(PathOf(key), "true or false", *node);
       }
     }
   }
   void Field(const char* key, int* value) {
-    int64_t wide = *value;
-    Field(key, &wide);
-    if (!error_->ok()) return;
+    int64_t wide = 0;
+    const YAML::Node* node = Take(key);
+    if (node == nullptr || !ReadInt(key, *node, &wide)) return;
     if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
-      return Fail(OutOfRange(At(PathOf(key), *Find(key)) + ": " + std::to_string(wide) +
-                             " does not fit in 32 bits"));
+      return Fail(PathOf(key), node->Mark(), std::to_string(wide) + " does not fit in 32 bits");
     }
     *value = static_cast<int>(wide);
   }
   void Field(const char* key, int64_t* value) {
-    if (const YAML::Node* node = Take(key)) {
-      if (!node->IsScalar() || !ParseWholeInt(node->Scalar(), value)) {
-        Fail(Mismatch(PathOf(key), "an integer", *node));
-      }
-    }
+    int64_t parsed = 0;
+    const YAML::Node* node = Take(key);
+    if (node != nullptr && ReadInt(key, *node, &parsed)) *value = parsed;
   }
   void Field(const char* key, uint64_t* value) {
-    if (const YAML::Node* node = Take(key)) {
-      if (!node->IsScalar() || !ParseWholeUnsigned(node->Scalar(), value)) {
-        Fail(Mismatch(PathOf(key), "a non-negative integer", *node));
-      }
-    }
+    uint64_t parsed = 0;
+    const YAML::Node* node = Take(key);
+    if (node != nullptr && ReadUnsigned(key, *node, &parsed)) *value = parsed;
+  }
+  // Absent or null: no value.
+  void Field(const char* key, std::optional<uint64_t>* value) {
+    uint64_t parsed = 0;
+    const YAML::Node* node = Take(key);
+    if (node != nullptr && ReadUnsigned(key, *node, &parsed)) *value = parsed;
   }
   void Field(const char* key, double* value) {
+    double parsed = 0;
     if (const YAML::Node* node = Take(key)) {
-      if (!node->IsScalar() || !ParseWholeDouble(node->Scalar(), value)) {
-        Fail(Mismatch(PathOf(key), "a number", *node));
+      if (!node->IsScalar() || !ParseWholeDouble(node->Scalar(), &parsed)) {
+        return Mismatch(PathOf(key), "a number", *node);
       }
+      *value = parsed;
     }
   }
   // A sequence of "path[:weight]" strings and {path, weight} mappings, or one "a:1,b:2" string.
@@ -289,22 +353,23 @@ class YamlReader {
     const std::string path = PathOf(key);
     if (node->IsScalar()) {
       auto sources = models::data::ParseWeightedSourceList(node->Scalar());
-      if (!sources.ok()) return Fail(sources.status().WithContext(At(path, *node)));
+      if (!sources.ok()) return FailWith(path, *node, sources.status());
       *value = std::move(sources).value();
       return;
     }
-    if (!node->IsSequence()) return Fail(Mismatch(path, "a list of sources", *node));
+    if (!node->IsSequence()) return Mismatch(path, "a list of sources", *node);
+    const size_t problems_before = log_->problem_count();
     std::vector<WeightedSource> sources;
-    for (size_t i = 0; i < node->size() && error_->ok(); ++i) {
+    for (size_t i = 0; i < node->size(); ++i) {
       sources.push_back(ReadSource((*node)[i], path + "[" + std::to_string(i) + "]"));
     }
-    if (!error_->ok()) return;
-    if (sources.empty()) {  // data.valid: [] means no evaluation; data.train: [] fails Validate
+    if (log_->problem_count() != problems_before) return;
+    if (sources.empty()) {  // data.valid: [] means no evaluation; data.train: [] fails validation
       value->clear();
       return;
     }
     if (Status s = models::data::NormaliseSourceWeights(&sources); !s.ok()) {
-      return Fail(s.WithContext(At(path, *node)));
+      return FailWith(path, *node, s);
     }
     *value = std::move(sources);
   }
@@ -312,51 +377,53 @@ class YamlReader {
   void Field(const char* key, LayerRanges* value) {
     const YAML::Node* node = Take(key);
     if (node == nullptr) return;
-    if (!node->IsSequence()) return Fail(Mismatch(PathOf(key), "a list of [first, last]", *node));
+    if (!node->IsSequence()) return Mismatch(PathOf(key), "a list of [first, last]", *node);
     LayerRanges ranges;
+    bool all_read = true;
     for (size_t i = 0; i < node->size(); ++i) {
       const YAML::Node range = (*node)[i];
+      const std::string path = PathOf(key) + "[" + std::to_string(i) + "]";
+      log_->NoteLine(path, range.Mark().line + 1);
       int64_t first = 0, last = 0;
       if (!range.IsSequence() || range.size() != 2 || !range[0].IsScalar() ||
           !range[1].IsScalar() || !ParseWholeInt(range[0].Scalar(), &first) ||
           !ParseWholeInt(range[1].Scalar(), &last)) {
-        return Fail(Mismatch(PathOf(key) + "[" + std::to_string(i) + "]",
-                             "[first, last] (two integers)", range));
+        Mismatch(path, "[first, last] (two integers)", range);
+        all_read = false;
+        continue;
       }
       ranges.emplace_back(first, last);
     }
-    *value = std::move(ranges);
+    if (all_read) *value = std::move(ranges);
   }
 
   template <typename E>
   void Enum(const char* key, E* value, StatusOr<E> (*parse)(const std::string&),
             const char* (*)(E)) {
     if (const YAML::Node* node = Take(key)) {
-      if (!node->IsScalar()) return Fail(Mismatch(PathOf(key), "a name", *node));
+      if (!node->IsScalar()) return Mismatch(PathOf(key), "a name", *node);
       StatusOr<E> parsed = parse(node->Scalar());
       if (!parsed.ok()) {
-        return Fail(InvalidArgument(At(PathOf(key), *node) + ": " +
-                                    WithoutFieldPrefix(parsed.status().message())));
+        return Fail(PathOf(key), node->Mark(), WithoutFieldPrefix(parsed.status().message()));
       }
       *value = *parsed;
     }
   }
 
+  // A section that is not a mapping is one problem; its keys are then not read, its siblings are.
   template <typename Body>
   void Section(const char* key, Body body) {
     const YAML::Node* node = Take(key);
     if (node == nullptr) return;
-    YamlReader section(*node, PathOf(key), error_);
+    YamlReader section(*node, PathOf(key), log_);
     body(section);
     section.Finish();
   }
 
-  // Reports the first key no Field/Enum/Section call took.
+  // Logs every key no Field/Enum/Section call took.
   void Finish() {
-    for (const auto& [key, node] : entries_) {
-      if (!error_->ok()) return;
-      if (!taken_.count(key))
-        Fail(InvalidArgument(At(PathOf(key), marks_.at(key)) + ": unknown key"));
+    for (const auto& [key, mark] : marks_) {
+      if (!taken_.count(key)) Fail(PathOf(key), mark, "unknown key");
     }
   }
 
@@ -368,31 +435,39 @@ class YamlReader {
     if (mark.is_null()) return path;
     return path + " (line " + std::to_string(mark.line + 1) + ")";
   }
-  static std::string At(const std::string& path, const YAML::Node& node) {
-    return At(path, node.Mark());
+  // "optimizer.lr (line 12): 5 is not ..."
+  void Fail(const std::string& path, const YAML::Mark& mark, const std::string& reason) {
+    log_->Fail(path, mark.is_null() ? -1 : mark.line + 1, At(path, mark) + ": " + reason);
+  }
+  // A parser's status, after the path: "data.train (line 3): data source entry 1: ...".
+  void FailWith(const std::string& path, const YAML::Node& node, const Status& status) {
+    Fail(path, node.Mark(), status.message());
   }
   // "optimizer.lr (line 12): expected a number, got "fast""
-  static Status Mismatch(const std::string& path, const std::string& expected,
-                         const YAML::Node& node) {
+  void Mismatch(const std::string& path, const std::string& expected, const YAML::Node& node) {
     std::string got = "null";
     if (node.IsScalar()) got = "\"" + node.Scalar() + "\"";
     if (node.IsSequence()) got = "a list";
     if (node.IsMap()) got = "a mapping";
-    return InvalidArgument(At(path, node) + ": expected " + expected + ", got " + got);
+    Fail(path, node.Mark(), "expected " + expected + ", got " + got);
   }
-  void Fail(Status status) {
-    if (error_->ok()) *error_ = std::move(status);
+  bool ReadInt(const char* key, const YAML::Node& node, int64_t* value) {
+    if (node.IsScalar() && ParseWholeInt(node.Scalar(), value)) return true;
+    Mismatch(PathOf(key), "an integer", node);
+    return false;
   }
-  const YAML::Node* Find(const char* key) const {
-    const auto it = entries_.find(key);
-    return it == entries_.end() ? nullptr : &it->second;
+  bool ReadUnsigned(const char* key, const YAML::Node& node, uint64_t* value) {
+    if (node.IsScalar() && ParseWholeUnsigned(node.Scalar(), value)) return true;
+    Mismatch(PathOf(key), "a non-negative integer", node);
+    return false;
   }
-  // The value of `key`, marked as known; nullptr when absent, null or after an error.
+  // The value of `key`, marked as known; nullptr when absent, null or given twice.
   const YAML::Node* Take(const char* key) {
     taken_.insert(key);
-    const YAML::Node* node = Find(key);
-    if (!error_->ok() || node == nullptr || node->IsNull()) return nullptr;
-    return node;
+    if (duplicates_.count(key)) return nullptr;
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.IsNull()) return nullptr;
+    return &it->second;
   }
   WeightedSource ReadSource(const YAML::Node& node, const std::string& path) {
     WeightedSource source;
@@ -401,12 +476,13 @@ class YamlReader {
       const size_t colon = text.rfind(':');
       source.path = text.substr(0, colon);
       if (colon != std::string::npos && !ParseWholeDouble(text.substr(colon + 1), &source.weight)) {
-        Fail(InvalidArgument(At(path, node) + ": weight \"" + text.substr(colon + 1) +
-                             "\" is not a number (a path with ':' needs \":weight\")"));
+        Fail(path, node.Mark(),
+             "weight \"" + text.substr(colon + 1) +
+                 "\" is not a number (a path with ':' needs \":weight\")");
       }
       return source;
     }
-    YamlReader entry(node, path, error_);
+    YamlReader entry(node, path, log_);
     entry.Field("path", &source.path);
     entry.Field("weight", &source.weight);
     entry.Finish();
@@ -414,9 +490,10 @@ class YamlReader {
   }
 
   std::string path_;  // "compression.forward"; empty at the top
-  Status* error_;
+  JobFileLog* log_;
   std::map<std::string, YAML::Node> entries_;
   std::map<std::string, YAML::Mark> marks_;
+  std::set<std::string> duplicates_;
   std::set<std::string> taken_;
 };
 
@@ -433,6 +510,14 @@ class YamlWriter {
   void Field(const char* key, int64_t* value) { out_ << YAML::Key << key << YAML::Value << *value; }
   void Field(const char* key, uint64_t* value) {
     out_ << YAML::Key << key << YAML::Value << *value;
+  }
+  void Field(const char* key, std::optional<uint64_t>* value) {
+    out_ << YAML::Key << key << YAML::Value;
+    if (value->has_value()) {
+      out_ << **value;
+    } else {
+      out_ << YAML::Null;
+    }
   }
   void Field(const char* key, double* value) {
     out_ << YAML::Key << key << YAML::Value << FormatDouble(*value);
@@ -469,43 +554,70 @@ class YamlWriter {
   YAML::Emitter& out_;
 };
 
-// StageAssignment::Validate names struct fields; the user wrote YAML keys.
-std::string ToYamlPaths(const std::string& message) {
-  static const std::pair<const char*, const char*> kRenames[] = {
-      {"model_dir:", "model.dir:"},
-      {"dtype:", "model.dtype:"},
-      {"optimizer.lr_warmup_steps:", "optimizer.warmup_steps:"},
-      {"training.micro_batch_size:", "pipeline.micro_batch_size:"},
-      {"training.micro_batches:", "pipeline.micro_batches:"},
-      {"training.total_steps:", "training.steps:"},
-      {"compression.data_parallel.", "data_parallel."},
+// StageAssignment names struct fields; the user wrote YAML keys (BindJob's names).
+std::string YamlPathOf(const std::string& field) {
+  static const std::map<std::string, std::string> kRenames = {
+      {"model_dir", "model.dir"},
+      {"model_init_seed", "model.init_seed"},
+      {"dtype", "model.dtype"},
+      {"first_layer, last_layer", "model.layers"},
+      {"num_stages", "pipeline.stages"},
+      {"dp_size", "data_parallel.replicas"},
+      {"data.tokenizer_dir", "data.tokenizer"},
+      {"optimizer.lr_warmup_steps", "optimizer.warmup_steps"},
+      {"optimizer.lr_decay", "optimizer.decay"},
+      {"training.micro_batch_size", "pipeline.micro_batch_size"},
+      {"training.micro_batches", "pipeline.micro_batches"},
+      {"training.schedule", "pipeline.schedule"},
+      {"training.total_steps", "training.steps"},
+      {"training.profile_path", "training.profile"},
   };
-  for (const auto& [from, to] : kRenames) {
-    const std::string prefix = from;
-    if (message.compare(0, prefix.size(), prefix) == 0) return to + message.substr(prefix.size());
-  }
-  return message;
+  if (const auto it = kRenames.find(field); it != kRenames.end()) return it->second;
+  const std::string dp = "compression.data_parallel";
+  if (field == dp || IsWithin(field, dp)) return "data_parallel" + field.substr(dp.size());
+  return field;
 }
 
 // model.layers: one range per stage, contiguous from layer 0.
-Status CheckLayerRanges(const JobSpec& spec) {
-  if (spec.stage_layers.empty()) return OkStatus();
+std::vector<FieldProblem> LayerRangeProblems(const JobSpec& spec) {
+  if (spec.stage_layers.empty()) return {};
   if (static_cast<int>(spec.stage_layers.size()) != spec.num_stages) {
-    return InvalidArgument("model.layers: " + std::to_string(spec.stage_layers.size()) +
-                           " ranges for " + std::to_string(spec.num_stages) + " stages");
+    return {{"model.layers",
+             std::to_string(spec.stage_layers.size()) + " ranges for " +
+                 std::to_string(spec.num_stages) + " stages",
+             {"pipeline.stages"}}};
   }
+  std::vector<FieldProblem> problems;
   int64_t next = 0;
   for (size_t i = 0; i < spec.stage_layers.size(); ++i) {
     const auto& [first, last] = spec.stage_layers[i];
     if (first != next || last <= first) {
-      return InvalidArgument("model.layers[" + std::to_string(i) + "]: [" + std::to_string(first) +
-                             ", " + std::to_string(last) +
-                             ") is not a non-empty range starting at layer " +
-                             std::to_string(next));
+      problems.push_back({"model.layers[" + std::to_string(i) + "]",
+                          "[" + std::to_string(first) + ", " + std::to_string(last) +
+                              ") is not a non-empty range starting at layer " +
+                              std::to_string(next)});
     }
     next = last;
   }
-  return OkStatus();
+  return problems;
+}
+
+// Every problem of a job read without parse errors in the fields involved, as YAML paths: the
+// job-level ones and the first rank's assignment's.
+std::vector<FieldProblem> JobProblems(const JobSpec& spec) {
+  std::vector<FieldProblem> problems;
+  if (spec.name.empty()) problems.push_back({"name", "missing", {}});
+  for (FieldProblem problem : AssignmentFor(spec, 0, 0).Problems()) {
+    problem.field = YamlPathOf(problem.field);
+    for (std::string& other : problem.also_reads) other = YamlPathOf(other);
+    problems.push_back(std::move(problem));
+  }
+  for (FieldProblem& problem : LayerRangeProblems(spec)) problems.push_back(std::move(problem));
+  if (spec.max_restarts < 0) {
+    problems.push_back(
+        {"training.max_restarts", std::to_string(spec.max_restarts) + " is negative", {}});
+  }
+  return problems;
 }
 
 }  // namespace
@@ -520,24 +632,35 @@ StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text) {
   if (!root.IsMap()) return InvalidArgument("job spec: expected a mapping of sections");
 
   JobSpec spec;
-  Status error;
+  JobFileLog log;
   try {
-    YamlReader reader(root, "", &error);
+    YamlReader reader(root, "", &log);
     BindJob(reader, &spec);
     reader.Finish();
   } catch (const YAML::Exception& e) {
     return InvalidArgument(std::string("job spec: ") + e.what());
   }
-  GEOTRAIN_RETURN_IF_ERROR(error);
 
-  if (spec.name.empty()) return InvalidArgument("name: missing");
-  if (spec.num_stages < 1) return InvalidArgument("pipeline.stages: must be at least 1");
-  if (spec.dp_size < 1) return InvalidArgument("data_parallel.replicas: must be at least 1");
-  GEOTRAIN_RETURN_IF_ERROR(CheckLayerRanges(spec));
-  spec.base = AssignmentFor(spec, 0, 0);
-  if (Status valid = spec.base.Validate(); !valid.ok()) {
-    return Status(valid.code(), ToYamlPaths(valid.message()));
+  // A value that failed to parse kept its default, so checks of it (or of anything compared with
+  // it) would report consequences, not mistakes; so would a second check of a field already
+  // reported (replicas 0, then the replica index outside [0, 0)).
+  std::vector<std::string> problems = log.Problems();
+  std::vector<std::string> reported;
+  const auto blocked = [&](const std::string& path) {
+    if (log.Failed(path)) return true;
+    return std::any_of(reported.begin(), reported.end(),
+                       [&](const std::string& done) { return Related(path, done); });
+  };
+  for (const FieldProblem& problem : JobProblems(spec)) {
+    if (blocked(problem.field) ||
+        std::any_of(problem.also_reads.begin(), problem.also_reads.end(), blocked)) {
+      continue;
+    }
+    problems.push_back(problem.ToString() + log.LineSuffix(problem.field));
+    reported.push_back(problem.field);
   }
+  GEOTRAIN_RETURN_IF_ERROR(ProblemListStatus(problems));
+  spec.base = AssignmentFor(spec, 0, 0);
   return spec;
 }
 

@@ -5,9 +5,13 @@
 // data_parallel, compression, optimizer and training, every field of StageAssignment's nested
 // structs reachable, every key optional (its default is StageAssignment's). Parsing is strict:
 // an unknown or duplicated key, a value of the wrong type, a number out of range or an unknown
-// enum name is an error naming the full key path and the line ("compression.forward.bitz:
-// unknown key (line 14)"), and the result passes StageAssignment::Validate(). JobSpecToYaml
-// writes every key, so ParseJobSpec(JobSpecToYaml(spec)) gives `spec` back.
+// enum name is a problem naming the full key path and the line ("compression.forward.bitz
+// (line 14): unknown key"); so is every failure of StageAssignment::Problems() and of the
+// job-level checks ("pipeline.micro_batches: 0 is not positive (line 9)"). ParseJobSpec reports
+// them all at once, in one InvalidArgument: the problem itself when there is one, else
+// "N problems:" and one indented problem per line. A value that failed to parse is not checked
+// further, so each mistake appears once. JobSpecToYaml writes every key, so
+// ParseJobSpec(JobSpecToYaml(spec)) gives `spec` back.
 //
 // LibTorch-free (library geotrain_runtime_config): the coordinator parses job files too.
 // Plain functions over values; thread-safe.
@@ -31,6 +35,9 @@ struct JobSpec {
   std::vector<std::pair<int64_t, int64_t>> stage_layers;
   // Everything else; stage 0, dp_rank 0, num_stages and dp_size as above, stage 0's layers.
   StageAssignment base;
+  // training.max_restarts: how many times the coordinator re-places the job after a failure
+  // before giving up; 0: never.
+  int max_restarts = 3;
 };
 
 StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text);

@@ -5,6 +5,7 @@
 #include "runtime/seed_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -28,6 +29,17 @@ Status SetEnum(const std::string& flag, const std::string& name,
   return OkStatus();
 }
 
+// CLI11 reads "-1" into a uint64_t as 2^64 - 1; a seed is read here, digits only.
+StatusOr<uint64_t> ParseSeed(const std::string& flag, const std::string& text) {
+  uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end) {
+    return InvalidArgument(flag + ": \"" + text + "\" is not a non-negative integer below 2^64");
+  }
+  return value;
+}
+
 Status CheckDistUrl(const std::string& url) {
   const bool tcp = url.rfind("tcp://", 0) == 0;
   const size_t colon = url.rfind(':');
@@ -39,42 +51,51 @@ Status CheckDistUrl(const std::string& url) {
   return InvalidArgument("--dist-url: \"" + url + "\" is neither tcp://host:port nor file:///path");
 }
 
-// StageAssignment::Validate names struct fields; the user wrote flags.
-std::string ToFlagNames(const std::string& message) {
-  static const std::pair<const char*, const char*> kRenames[] = {
-      {"model_dir:", "--model-name:"},
-      {"data.train:", "--task-name:"},
-      {"data.seq_length:", "--seq-length:"},
-      {"optimizer.lr:", "--lr:"},
-      {"optimizer.weight_decay:", "--weight-decay:"},
-      {"optimizer.lr_warmup_steps:", "--lr-warmup-steps:"},
-      {"training.micro_batch_size:", "--micro-batch-size:"},
-      {"training.total_steps:", "--total-steps:"},
-      {"training.checkpoint_dir:", "--checkpoint-path:"},
-      {"compression.warmup_steps:", "--warmup-steps:"},
-      {"compression.warmup_epochs:", "--warmup-epochs:"},
-      {"compression.autoencoder_dim:", "--autoencoder-dim:"},
-      {"compression.data_parallel.powersgd_rank:", "--powersgd-rank:"},
-      {"compression.forward: bits:", "--forward-bits:"},
-      {"compression.forward: cache_bits:", "--forward-bits-act:"},
-      {"compression.forward: max_cache_samples:", "--max-activation-cache-size:"},
-      {"compression.forward: tile_size:", "--tile-size:"},
-      {"compression.forward: high_bits:", "--high-precision-bits:"},
-      {"compression.forward: low_bits:", "--low-precision-bits:"},
-      {"compression.forward: high_ratio:", "--high-precision-allocation-ratio:"},
-      {"compression.forward:", "--forward-compress-method:"},
-      {"compression.backward: bits:", "--backward-bits:"},
-      {"compression.backward: tile_size:", "--backward-tile-size:"},
-      {"compression.backward: rank:", "--backward-rank:"},
-      {"compression.backward:", "--backward-compress-method:"},
-      {"compression.data_parallel.codec:", "--dp-mode:"},
-      {"training.timeout_seconds:", "--timeout:"},
+// StageAssignment names struct fields; the user wrote flags. A field inside a mapped block
+// keeps the rest of its path ("--forward-compress-method: zstd_level: 30 is outside 0..19").
+std::string WithFlagName(const FieldProblem& problem) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"model_dir", "--model-name"},
+      {"data.train", "--task-name"},
+      {"data.seq_length", "--seq-length"},
+      {"optimizer.lr", "--lr"},
+      {"optimizer.weight_decay", "--weight-decay"},
+      {"optimizer.lr_warmup_steps", "--lr-warmup-steps"},
+      {"training.micro_batch_size", "--micro-batch-size"},
+      {"training.total_steps", "--total-steps"},
+      {"training.eval_every", "--eval-every"},
+      {"training.checkpoint_every", "--checkpoint-steps"},
+      {"training.checkpoint_dir", "--checkpoint-path"},
+      {"training.timeout_seconds", "--timeout"},
+      {"compression.warmup_steps", "--warmup-steps"},
+      {"compression.warmup_epochs", "--warmup-epochs"},
+      {"compression.autoencoder_dim", "--autoencoder-dim"},
+      {"compression.data_parallel.powersgd_rank", "--powersgd-rank"},
+      {"compression.forward.bits", "--forward-bits"},
+      {"compression.forward.cache_bits", "--forward-bits-act"},
+      {"compression.forward.max_cache_samples", "--max-activation-cache-size"},
+      {"compression.forward.tile_size", "--tile-size"},
+      {"compression.forward.high_bits", "--high-precision-bits"},
+      {"compression.forward.low_bits", "--low-precision-bits"},
+      {"compression.forward.high_ratio", "--high-precision-allocation-ratio"},
+      {"compression.forward", "--forward-compress-method"},
+      {"compression.backward.bits", "--backward-bits"},
+      {"compression.backward.tile_size", "--backward-tile-size"},
+      {"compression.backward.rank", "--backward-rank"},
+      {"compression.backward", "--backward-compress-method"},
+      {"compression.data_parallel.codec.bits", "--dp-bits"},
+      {"compression.data_parallel.codec.quant_bits", "--dp-bits"},
+      {"compression.data_parallel.codec", "--dp-mode"},
   };
-  for (const auto& [from, to] : kRenames) {
-    const std::string prefix = from;
-    if (message.compare(0, prefix.size(), prefix) == 0) return to + message.substr(prefix.size());
+  const std::string& field = problem.field;
+  for (const auto& [name, flag] : kFlags) {
+    const std::string block = name;
+    if (field == block) return std::string(flag) + ": " + problem.reason;
+    if (field.compare(0, block.size() + 1, block + ".") == 0) {
+      return std::string(flag) + ": " + field.substr(block.size() + 1) + ": " + problem.reason;
+    }
   }
-  return message;
+  return problem.ToString();
 }
 
 class SeedFlags {
@@ -107,9 +128,11 @@ class SeedFlags {
       return InvalidArgument("--dist-url: required when --world-size is " +
                              std::to_string(config.world_size));
     }
-    if (Status valid = config.assignment.Validate(); !valid.ok()) {
-      return Status(valid.code(), ToFlagNames(valid.message()));
+    std::vector<std::string> problems;
+    for (const FieldProblem& problem : config.assignment.Problems()) {
+      problems.push_back(WithFlagName(problem));
     }
+    GEOTRAIN_RETURN_IF_ERROR(ProblemListStatus(problems));
     return config;
   }
 
@@ -167,6 +190,14 @@ class SeedFlags {
     // Model and data.
     Set<std::string>("--model-name", "model directory (model.dir)",
                      [](A a) -> std::string& { return a->model_dir; });
+    Flag<std::string>("--model-init-seed",
+                      "initialise the weights from config.json with this seed when the model "
+                      "directory holds none (model.init_seed)",
+                      [](S v, SeedRunConfig* c) {
+                        GEOTRAIN_ASSIGN_OR_RETURN(c->assignment.model_init_seed,
+                                                  ParseSeed("--model-init-seed", v));
+                        return OkStatus();
+                      });
     Set<std::string>("--tokenizer-name", "tokenizer directory (data.tokenizer)",
                      [](A a) -> std::string& { return a->data.tokenizer_dir; });
     Flag<std::string>("--task-name", "training data: path[:weight],... (data.train)",
@@ -295,8 +326,12 @@ class SeedFlags {
         "--schedule,--pp-mode", "pipeline schedule: gpipe or 1f1b", [](S v, SeedRunConfig* c) {
           return SetEnum("--schedule", v, ParseScheduleKind, &c->assignment.training.schedule);
         });
-    Set<uint64_t>("--seed", "data order, codec seeds, new weights",
-                  [](A a) -> uint64_t& { return a->training.seed; });
+    Flag<std::string>("--seed", "data order, codec seeds, new weights",
+                      [](S v, SeedRunConfig* c) {
+                        GEOTRAIN_ASSIGN_OR_RETURN(c->assignment.training.seed,
+                                                  ParseSeed("--seed", v));
+                        return OkStatus();
+                      });
     Set<int64_t>("--eval-every", "steps between evaluations (0: never)",
                  [](A a) -> int64_t& { return a->training.eval_every; });
     Set<std::string>("--checkpoint-path", "checkpoint directory shared by all ranks",

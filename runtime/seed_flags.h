@@ -9,7 +9,9 @@
 // dp_rank = rank / pipeline_group_size; world_size must be pipeline_group_size x data_group_size.
 // With --config JOB.yaml the job spec (job_spec.h) gives the starting point and the sizes, and
 // any other flag overrides the field it names. Unknown flags, unparsable values and inconsistent
-// sizes are errors naming the flag and the reason; the result passes StageAssignment::Validate().
+// sizes are errors naming the flag and the reason (the first one found); the result passes
+// StageAssignment::Validate(), and when it does not, every one of its problems is reported, named
+// by the flag that sets the field where there is one ("2 problems:\n  --lr: -1 is negative ...").
 //
 // LibTorch-free (library geotrain_runtime_config). Thread-safe (no shared state).
 #pragma once

@@ -2,6 +2,8 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace geotrain::runtime {
 namespace {
@@ -43,20 +45,44 @@ std::string Show(Number value) {
   out << value;
   return out.str();
 }
-template <typename Number>
-Status Positive(const std::string& field, Number value) {
-  if (value > 0) return OkStatus();
-  return InvalidArgument(field + ": " + Show(value) + " is not positive");
-}
-template <typename Number>
-Status NotNegative(const std::string& field, Number value) {
-  if (value >= 0) return OkStatus();
-  return InvalidArgument(field + ": " + Show(value) + " is negative");
-}
-Status InUnitInterval(const std::string& field, double value) {
-  if (value >= 0 && value < 1) return OkStatus();
-  return InvalidArgument(field + ": " + Show(value) + " is outside [0, 1)");
-}
+
+// Collects problems; each check adds one when its condition fails. Written as `!(value > 0)`
+// rather than `value <= 0` so that a NaN fails too.
+class ProblemList {
+ public:
+  void Add(std::string field, std::string reason, std::vector<std::string> also_reads = {}) {
+    problems_.push_back({std::move(field), std::move(reason), std::move(also_reads)});
+  }
+  template <typename Number>
+  void Positive(const char* field, Number value) {
+    if (!(value > 0)) Add(field, Show(value) + " is not positive");
+  }
+  template <typename Number>
+  void NotNegative(const char* field, Number value) {
+    if (!(value >= 0)) Add(field, Show(value) + " is negative");
+  }
+  void InUnitInterval(const char* field, double value) {
+    if (!(value >= 0 && value < 1)) Add(field, Show(value) + " is outside [0, 1)");
+  }
+  // CodecConfig::Validate's "bits: 9 is outside 2..8" becomes field `block`.bits.
+  void Codec(const std::string& block, const compression::CodecConfig& codec) {
+    const Status status = codec.Validate();
+    if (status.ok()) return;
+    const std::string& message = status.message();
+    const size_t colon = message.find(": ");
+    const bool named = colon != std::string::npos && colon > 0 &&
+                       message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") >= colon;
+    if (named) {
+      Add(block + "." + message.substr(0, colon), message.substr(colon + 2));
+    } else {
+      Add(block, message);
+    }
+  }
+  std::vector<FieldProblem> Take() { return std::move(problems_); }
+
+ private:
+  std::vector<FieldProblem> problems_;
+};
 
 }  // namespace
 
@@ -75,66 +101,82 @@ StatusOr<DataParallelMode> ParseDataParallelMode(const std::string& name) {
   return ParseName("dp_mode", name, kModeNames);
 }
 
-Status StageAssignment::Validate() const {
-  if (model_dir.empty()) return InvalidArgument("model_dir: empty");
-  GEOTRAIN_RETURN_IF_ERROR(Positive("num_stages", num_stages));
-  if (stage < 0 || stage >= num_stages) {
-    return InvalidArgument("stage: " + std::to_string(stage) + " is outside [0, " +
-                                std::to_string(num_stages) + ")");
+Status ProblemListStatus(const std::vector<std::string>& problems) {
+  if (problems.empty()) return OkStatus();
+  if (problems.size() == 1) return InvalidArgument(problems.front());
+  std::string message = std::to_string(problems.size()) + " problems:";
+  for (const std::string& problem : problems) message += "\n  " + problem;
+  return InvalidArgument(message);
+}
+
+std::vector<FieldProblem> StageAssignment::Problems() const {
+  ProblemList p;
+  if (model_dir.empty()) p.Add("model_dir", "empty");
+  p.Positive("num_stages", num_stages);
+  if (num_stages > 0 && (stage < 0 || stage >= num_stages)) {
+    p.Add("stage", std::to_string(stage) + " is outside [0, " + std::to_string(num_stages) + ")",
+          {"num_stages"});
   }
-  GEOTRAIN_RETURN_IF_ERROR(Positive("dp_size", dp_size));
-  if (dp_rank < 0 || dp_rank >= dp_size) {
-    return InvalidArgument("dp_rank: " + std::to_string(dp_rank) + " is outside [0, " +
-                                std::to_string(dp_size) + ")");
+  p.Positive("dp_size", dp_size);
+  if (dp_size > 0 && (dp_rank < 0 || dp_rank >= dp_size)) {
+    p.Add("dp_rank", std::to_string(dp_rank) + " is outside [0, " + std::to_string(dp_size) + ")",
+          {"dp_size"});
   }
   if ((first_layer < 0) != (last_layer < 0)) {
-    return InvalidArgument("first_layer, last_layer: give both or neither");
+    p.Add("first_layer, last_layer", "give both or neither");
   }
   if (dtype != "f32" && dtype != "bf16" && dtype != "f16") {
-    return InvalidArgument("dtype: \"" + dtype + "\" is not one of f32, bf16, f16");
+    p.Add("dtype", "\"" + dtype + "\" is not one of f32, bf16, f16");
   }
 
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("optimizer.lr", optimizer.lr));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("optimizer.min_lr", optimizer.min_lr));
-  if (optimizer.min_lr > optimizer.lr) {
-    return InvalidArgument("optimizer.min_lr: larger than optimizer.lr");
+  p.NotNegative("optimizer.lr", optimizer.lr);
+  p.NotNegative("optimizer.min_lr", optimizer.min_lr);
+  if (optimizer.lr >= 0 && optimizer.min_lr > optimizer.lr) {
+    p.Add("optimizer.min_lr", "larger than optimizer.lr", {"optimizer.lr"});
   }
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("optimizer.lr_warmup_steps", optimizer.lr_warmup_steps));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("optimizer.weight_decay", optimizer.weight_decay));
-  GEOTRAIN_RETURN_IF_ERROR(InUnitInterval("optimizer.beta1", optimizer.beta1));
-  GEOTRAIN_RETURN_IF_ERROR(InUnitInterval("optimizer.beta2", optimizer.beta2));
-  GEOTRAIN_RETURN_IF_ERROR(Positive("optimizer.eps", optimizer.eps));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("optimizer.max_grad_norm", optimizer.max_grad_norm));
+  p.NotNegative("optimizer.lr_warmup_steps", optimizer.lr_warmup_steps);
+  p.NotNegative("optimizer.weight_decay", optimizer.weight_decay);
+  p.InUnitInterval("optimizer.beta1", optimizer.beta1);
+  p.InUnitInterval("optimizer.beta2", optimizer.beta2);
+  p.Positive("optimizer.eps", optimizer.eps);
+  p.NotNegative("optimizer.max_grad_norm", optimizer.max_grad_norm);
 
-  if (data.train.empty()) return InvalidArgument("data.train: no sources");
-  GEOTRAIN_RETURN_IF_ERROR(Positive("data.seq_length", data.seq_length));
+  if (data.train.empty()) p.Add("data.train", "no sources");
+  p.Positive("data.seq_length", data.seq_length);
 
-  GEOTRAIN_RETURN_IF_ERROR(compression.forward.Validate().WithContext("compression.forward"));
-  GEOTRAIN_RETURN_IF_ERROR(compression.backward.Validate().WithContext("compression.backward"));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("compression.autoencoder_dim", compression.autoencoder_dim));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("compression.warmup_steps", compression.warmup_steps));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("compression.warmup_epochs", compression.warmup_epochs));
+  p.Codec("compression.forward", compression.forward);
+  p.Codec("compression.backward", compression.backward);
+  p.NotNegative("compression.autoencoder_dim", compression.autoencoder_dim);
+  p.NotNegative("compression.warmup_steps", compression.warmup_steps);
+  p.NotNegative("compression.warmup_epochs", compression.warmup_epochs);
   const DataParallelSettings& dp = compression.data_parallel;
   if (dp.mode == DataParallelMode::kPowerSgd) {
-    GEOTRAIN_RETURN_IF_ERROR(Positive("compression.data_parallel.powersgd_rank", dp.powersgd_rank));
+    p.Positive("compression.data_parallel.powersgd_rank", dp.powersgd_rank);
   }
   if (dp.mode == DataParallelMode::kCocktail || dp.mode == DataParallelMode::kQuantizedMomentum) {
-    GEOTRAIN_RETURN_IF_ERROR(dp.codec.Validate().WithContext("compression.data_parallel.codec"));
+    p.Codec("compression.data_parallel.codec", dp.codec);
   }
 
-  GEOTRAIN_RETURN_IF_ERROR(Positive("training.micro_batch_size", training.micro_batch_size));
-  GEOTRAIN_RETURN_IF_ERROR(Positive("training.micro_batches", training.micro_batches));
-  GEOTRAIN_RETURN_IF_ERROR(Positive("training.total_steps", training.total_steps));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("training.epochs", training.epochs));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("training.eval_every", training.eval_every));
-  GEOTRAIN_RETURN_IF_ERROR(Positive("training.eval_batches", training.eval_batches));
-  GEOTRAIN_RETURN_IF_ERROR(NotNegative("training.checkpoint_every", training.checkpoint_every));
-  GEOTRAIN_RETURN_IF_ERROR(Positive("training.keep_checkpoints", training.keep_checkpoints));
+  p.Positive("training.micro_batch_size", training.micro_batch_size);
+  p.Positive("training.micro_batches", training.micro_batches);
+  p.Positive("training.total_steps", training.total_steps);
+  p.NotNegative("training.epochs", training.epochs);
+  p.NotNegative("training.eval_every", training.eval_every);
+  p.Positive("training.eval_batches", training.eval_batches);
+  p.NotNegative("training.checkpoint_every", training.checkpoint_every);
+  p.Positive("training.keep_checkpoints", training.keep_checkpoints);
   if (training.checkpoint_every > 0 && training.checkpoint_dir.empty()) {
-    return InvalidArgument("training.checkpoint_dir: needed when checkpoint_every > 0");
+    p.Add("training.checkpoint_dir", "needed when checkpoint_every > 0",
+          {"training.checkpoint_every"});
   }
-  GEOTRAIN_RETURN_IF_ERROR(Positive("training.timeout_seconds", training.timeout_seconds));
-  return OkStatus();
+  p.Positive("training.timeout_seconds", training.timeout_seconds);
+  return p.Take();
+}
+
+Status StageAssignment::Validate() const {
+  const std::vector<FieldProblem> problems = Problems();
+  if (problems.empty()) return OkStatus();
+  return InvalidArgument(problems.front().ToString());
 }
 
 }  // namespace geotrain::runtime

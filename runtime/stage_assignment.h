@@ -123,6 +123,22 @@ struct TrainingSettings {
   double timeout_seconds = 300;  // every transport operation
 };
 
+// One thing wrong with a StageAssignment: the field, as its path in the struct
+// ("compression.forward.bits"), and why ("9 is outside 2..8"). `also_reads` names the other fields
+// the check compared it with, so that a caller who knows one of those to be wrong already (a job
+// file whose key failed to parse) can drop the consequence instead of reporting it twice.
+struct FieldProblem {
+  std::string field;
+  std::string reason;
+  std::vector<std::string> also_reads;
+
+  std::string ToString() const { return field + ": " + reason; }  // "field: reason"
+};
+
+// One InvalidArgument that lists `problems` (each "field: reason"): the problem itself when there
+// is one, else "N problems:" followed by one indented problem per line. OK when there are none.
+Status ProblemListStatus(const std::vector<std::string>& problems);
+
 struct StageAssignment {
   std::string model_dir;  // Hugging Face directory: config.json + *.safetensors
   // When set and model_dir holds no *.safetensors: start from weights initialised from
@@ -147,8 +163,12 @@ struct StageAssignment {
   bool is_first_stage() const { return stage == 0; }
   bool is_last_stage() const { return stage == num_stages - 1; }
 
-  // Checks ranges and combinations; the message names the field ("training.micro_batches: 0 is
-  // not positive").
+  // Every range or combination that is wrong, in the order of the struct; empty when valid.
+  // A check that depends on a field already reported (stage against a non-positive num_stages)
+  // is skipped, so each mistake is reported once.
+  std::vector<FieldProblem> Problems() const;
+  // The first of Problems() as InvalidArgument ("training.micro_batches: 0 is not positive"), or
+  // OK.
   Status Validate() const;
 };
 

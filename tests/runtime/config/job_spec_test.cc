@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
+
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::runtime {
 namespace {
@@ -23,7 +26,7 @@ JobSpec Parse(const std::string& yaml) {
 TEST(JobSpecTest, FullExampleMapsEveryField) {
   const JobSpec spec = Parse(R"(
 name: demo
-model: {dir: /models/gpt2, dtype: bf16, layers: [[0, 1], [1, 4]]}
+model: {dir: /models/gpt2, init_seed: 5, dtype: bf16, layers: [[0, 1], [1, 4]]}
 data:
   train: ["a.txt:3", {path: b.txt, weight: 1}]
   valid: [v.txt]
@@ -52,7 +55,7 @@ optimizer: {lr: 5e-5, min_lr: 1e-6, warmup_steps: 10, decay: constant, weight_de
             beta1: 0.8, beta2: 0.99, eps: 1e-6, max_grad_norm: 0}
 training: {steps: 300, seed: 7, eval_every: 20, eval_batches: 2, checkpoint_every: 50,
            keep_checkpoints: 5, checkpoint_dir: /ckpt, resume: false, profile: /trace.json,
-           timeout_seconds: 30.5}
+           timeout_seconds: 30.5, max_restarts: 0}
 )");
   const StageAssignment& a = spec.base;
   EXPECT_EQ(spec.name, "demo");
@@ -61,6 +64,7 @@ training: {steps: 300, seed: 7, eval_every: 20, eval_batches: 2, checkpoint_ever
   EXPECT_EQ(a.num_stages, 2);
   EXPECT_EQ(a.dp_size, 3);
   EXPECT_EQ(a.model_dir, "/models/gpt2");
+  EXPECT_EQ(a.model_init_seed, 5u);
   EXPECT_EQ(a.dtype, "bf16");
   EXPECT_EQ(a.first_layer, 0);
   EXPECT_EQ(a.last_layer, 1);
@@ -122,6 +126,7 @@ training: {steps: 300, seed: 7, eval_every: 20, eval_batches: 2, checkpoint_ever
   EXPECT_FALSE(a.training.resume);
   EXPECT_EQ(a.training.profile_path, "/trace.json");
   EXPECT_EQ(a.training.timeout_seconds, 30.5);
+  EXPECT_EQ(spec.max_restarts, 0);
 }
 
 TEST(JobSpecTest, BundledExampleParses) {
@@ -131,6 +136,50 @@ TEST(JobSpecTest, BundledExampleParses) {
   EXPECT_EQ(spec->name, "gpt2-tiny-shakespeare");
   EXPECT_EQ(spec->num_stages * spec->dp_size, 4);
   EXPECT_EQ(LoadJobSpecFile("/nonexistent/job.yaml").status().code(), StatusCode::kNotFound);
+}
+
+// Every job file under examples/ (any depth) parses and validates.
+TEST(JobSpecTest, EveryExampleJobParses) {
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(GEOTRAIN_SOURCE_DIR "/examples")) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".yaml") continue;
+    ++files;
+    StatusOr<JobSpec> spec = LoadJobSpecFile(entry.path().string());
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  }
+  EXPECT_GE(files, 2);
+}
+
+// The control-plane tests and the demo run this job from the repository root (a worker's
+// --data-root), so its relative paths must name the bundled files.
+TEST(JobSpecTest, TwoByTwoExampleUsesTheBundledFiles) {
+  StatusOr<JobSpec> spec = LoadJobSpecFile(GEOTRAIN_SOURCE_DIR "/examples/gpt2-tiny-2x2.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const StageAssignment& a = spec->base;
+  EXPECT_EQ(spec->name, "gpt2-tiny-2x2");
+  EXPECT_EQ(spec->num_stages, 2);
+  EXPECT_EQ(spec->dp_size, 2);
+  EXPECT_EQ(spec->max_restarts, 3);
+  EXPECT_EQ(a.model_init_seed, 1u);
+  EXPECT_EQ(a.training.schedule, ScheduleKind::kOneFOneB);
+  EXPECT_EQ(a.compression.forward.codec, cz::CodecId::kDelta);
+  EXPECT_EQ(a.compression.backward.codec, cz::CodecId::kFixpoint);
+  EXPECT_EQ(a.compression.data_parallel.mode, DataParallelMode::kCocktail);
+  EXPECT_EQ(a.data.seq_length, 64);
+  EXPECT_EQ(a.training.total_steps, 60);
+  const auto exists = [](const std::string& relative) {
+    return std::filesystem::exists(std::filesystem::path(GEOTRAIN_SOURCE_DIR) / relative);
+  };
+  EXPECT_TRUE(exists(a.model_dir + "/config.json")) << a.model_dir;
+  EXPECT_TRUE(exists(a.data.tokenizer_dir + "/vocab.json")) << a.data.tokenizer_dir;
+  ASSERT_EQ(a.data.train.size(), 1u);
+  EXPECT_TRUE(exists(a.data.train[0].path)) << a.data.train[0].path;
+  ASSERT_EQ(a.data.valid.size(), 1u);
+  EXPECT_TRUE(exists(a.data.valid[0].path)) << a.data.valid[0].path;
+  for (const std::string& path : {a.model_dir, a.data.tokenizer_dir, a.data.train[0].path}) {
+    EXPECT_NE(path.front(), '/') << path << " should be relative to the repository root";
+  }
 }
 
 TEST(JobSpecTest, ErrorsNameTheKeyAndLine) {
@@ -155,15 +204,23 @@ TEST(JobSpecTest, ErrorsNameTheKeyAndLine) {
       {"pipeline: {stages: 2}\nmodel2: {layers: [[0, 1]]}\n", "model2 (line 5): unknown key"},
       {"pipeline: {micro_batches: 0}\n", "pipeline.micro_batches: "},
       {"optimizer: {warmup_steps: -3}\n", "optimizer.warmup_steps: "},
-      {"compression: {forward: {codec: fixpoint, bits: 9}}\n", "compression.forward: bits: 9"},
+      {"compression: {forward: {codec: fixpoint, bits: 9}}\n",
+       "compression.forward.bits: 9 is outside 2..8 (line 4)"},
       {"data_parallel: {mode: cocktail, codec: {codec: cocktail, quant_bits: 1}}\n",
-       "data_parallel.codec: quant_bits: 1"},
+       "data_parallel.codec.quant_bits: 1 is outside 2..8 (line 4)"},
+      {"training: {max_restarts: -1}\n", "training.max_restarts: -1 is negative (line 4)"},
+      {"training: {max_restarts: many}\n",
+       "training.max_restarts (line 4): expected an integer, got \"many\""},
       {"optimizer: {lr: 1\n", "job spec: yaml-cpp: error at line"},
   };
   for (const auto& [yaml, expected] : cases) {
     StatusOr<JobSpec> spec = ParseJobSpec(kMinimal + yaml);
     ASSERT_FALSE(spec.ok()) << yaml;
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << yaml;
     EXPECT_NE(spec.status().message().find(expected), std::string::npos)
+        << yaml << " -> " << spec.status().message();
+    // One mistake is one problem, without a "N problems:" header or consequences of it.
+    EXPECT_EQ(spec.status().message().find("problems:"), std::string::npos)
         << yaml << " -> " << spec.status().message();
   }
 }
@@ -183,6 +240,8 @@ TEST(JobSpecTest, RejectsBadStructure) {
       {"name: t\nmodel: {dir: m, layers: [[0, 2, 4]]}\ndata: {train: [a]}\n",
        "model.layers[0] (line 2): expected [first, last]"},
       {"name: t\nmodel: {dir: m}\ndata: {train: [a.txt, a.txt]}\n", "path listed twice"},
+      {"name: t\nmodel: {dir: m, init_seed: -1}\ndata: {train: [a]}\n",
+       "model.init_seed (line 2): expected a non-negative integer, got \"-1\""},
       {"name: t\nmodel: {dir: m}\ndata: {train: [\"a.txt:heavy\"]}\n",
        "data.train[0] (line 3): weight \"heavy\" is not a number"},
       {"name: t\nmodel: {dir: m}\ndata: {train: [{path: a, wait: 1}]}\n",
@@ -198,7 +257,104 @@ TEST(JobSpecTest, RejectsBadStructure) {
     ASSERT_FALSE(spec.ok()) << yaml;
     EXPECT_NE(spec.status().message().find(expected), std::string::npos)
         << yaml << " -> " << spec.status().message();
+    EXPECT_EQ(spec.status().message().find('\n'), std::string::npos)
+        << yaml << " -> " << spec.status().message();
   }
+}
+
+TEST(JobSpecTest, ReportsEveryProblemOnceWithItsLine) {
+  StatusOr<JobSpec> spec = ParseJobSpec(std::string(kMinimal) +
+                                        "pipeline:\n"
+                                        "  stages: two\n"
+                                        "  micro_batches: 0\n"
+                                        "optimizer: [1, 2]\n"
+                                        "compression:\n"
+                                        "  forward: {codec: fixpoint, bits: 9}\n"
+                                        "  warmup_stepz: 3\n"
+                                        "training: {steps: 0, max_restarts: -2}\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  // Parse problems in the order of the file, then the checks of the values read.
+  EXPECT_EQ(spec.status().message(),
+            "7 problems:\n"
+            "  pipeline.stages (line 5): expected an integer, got \"two\"\n"
+            "  optimizer (line 7): expected a mapping, got a list\n"
+            "  compression.warmup_stepz (line 10): unknown key\n"
+            "  compression.forward.bits: 9 is outside 2..8 (line 9)\n"
+            "  pipeline.micro_batches: 0 is not positive (line 6)\n"
+            "  training.steps: 0 is not positive (line 11)\n"
+            "  training.max_restarts: -2 is negative (line 11)");
+}
+
+TEST(JobSpecTest, ReportsNoConsequencesOfAValueThatFailed) {
+  // Each file has one mistake; the default its key kept must not fail a later check.
+  const std::pair<std::string, std::string> cases[] = {
+      // min_lr 0.01 is larger than the default lr, but lr is what is wrong.
+      {std::string(kMinimal) + "optimizer: {lr: fast, min_lr: 0.01}\n",
+       "optimizer.lr (line 4): expected a number"},
+      // Two layer ranges for the default single stage.
+      {"name: t\nmodel: {dir: m, layers: [[0, 2], [2, 4]]}\ndata: {train: [a]}\n"
+       "pipeline: {stages: x}\n",
+       "pipeline.stages (line 4): expected an integer"},
+      {"name: t\nmodel: {dir: [m]}\ndata: {train: [a]}\n",
+       "model.dir (line 2): expected a string, got a list"},
+      {"name: t\nmodel: {dir: m}\ndata: {train: [{path: a, weight: x}]}\n",
+       "data.train[0].weight (line 3): expected a number"},
+      {std::string(kMinimal) + "training: {checkpoint_every: 5, checkpoint_dir: [x]}\n",
+       "training.checkpoint_dir (line 4): expected a string"},
+      {std::string(kMinimal) + "data_parallel: {replicas: 0}\n",
+       "data_parallel.replicas: 0 is not positive (line 4)"},
+      {std::string(kMinimal) + "pipeline: {stages: 0}\n",
+       "pipeline.stages: 0 is not positive (line 4)"},
+      {"name: [t]\nmodel: {dir: m}\ndata: {train: [a]}\n", "name (line 1): expected a string"},
+  };
+  for (const auto& [yaml, expected] : cases) {
+    StatusOr<JobSpec> spec = ParseJobSpec(yaml);
+    ASSERT_FALSE(spec.ok()) << yaml;
+    EXPECT_EQ(spec.status().message().rfind(expected, 0), 0u)
+        << yaml << " -> " << spec.status().message();
+    EXPECT_EQ(spec.status().message().find('\n'), std::string::npos)
+        << yaml << " -> " << spec.status().message();
+  }
+}
+
+TEST(JobSpecTest, ReadsOnAfterABadKeyOrSection) {
+  // A section that is not a mapping is skipped; the sections around it are still read.
+  StatusOr<JobSpec> spec =
+      ParseJobSpec(std::string(kMinimal) + "optimizer: 5\ntraining: {steps: 0}\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "2 problems:\n"
+            "  optimizer (line 4): expected a mapping, got \"5\"\n"
+            "  training.steps: 0 is not positive (line 5)");
+
+  // Inside a section, the keys after an unknown one and around a duplicate are read.
+  spec = ParseJobSpec(std::string(kMinimal) +
+                      "compression:\n"
+                      "  forward: {bitz: 4, codec: fixpoint, bits: 1}\n"
+                      "  warmup_steps: 1\n"
+                      "  warmup_steps: 2\n"
+                      "  autoencoder_dim: -1\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "4 problems:\n"
+            "  compression.forward.bitz (line 5): unknown key\n"
+            "  compression.warmup_steps (line 7): duplicate key\n"
+            "  compression.forward.bits: 1 is outside 2..8 (line 5)\n"
+            "  compression.autoencoder_dim: -1 is negative (line 8)");
+
+  // A value the file does not give has no line to point at.
+  spec = ParseJobSpec("name: t\nmodel: {dir: m}\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), "data.train: no sources");
+
+  // Through a file, the path comes first.
+  testing::TempDir tmp;
+  const std::string path = tmp.Write("job.yaml", "name: t\nmodel: {dir: m, dtype: f8}\n");
+  EXPECT_EQ(LoadJobSpecFile(path).status().message(),
+            path + ": 2 problems:\n"
+                   "  model.dtype: \"f8\" is not one of f32, bf16, f16 (line 2)\n"
+                   "  data.train: no sources");
 }
 
 // A spec in which every field differs from its default, with awkward strings and numbers.
@@ -210,6 +366,8 @@ JobSpec EveryFieldSet() {
   s.stage_layers = {{0, 2}, {2, 5}, {5, 6}};
   StageAssignment& a = s.base;
   a.model_dir = "true";
+  a.model_init_seed = 18446744073709551615u;
+  s.max_restarts = 7;
   a.dtype = "f16";
   a.data.train = {{"c:/x.txt", 0.25}, {"#y.txt", 0.75}};
   a.data.valid = {{"123", 1.0}};
@@ -321,9 +479,11 @@ void ExpectSameSpec(const JobSpec& x, const JobSpec& y) {
   EXPECT_EQ(x.num_stages, y.num_stages);
   EXPECT_EQ(x.dp_size, y.dp_size);
   EXPECT_EQ(x.stage_layers, y.stage_layers);
+  EXPECT_EQ(x.max_restarts, y.max_restarts);
   const StageAssignment& a = x.base;
   const StageAssignment& b = y.base;
   EXPECT_EQ(a.model_dir, b.model_dir);
+  EXPECT_EQ(a.model_init_seed, b.model_init_seed);
   EXPECT_EQ(a.stage, b.stage);
   EXPECT_EQ(a.num_stages, b.num_stages);
   EXPECT_EQ(a.first_layer, b.first_layer);
@@ -390,7 +550,10 @@ TEST(JobSpecTest, YamlRoundTripsEveryField) {
   const std::string minimal_yaml = JobSpecToYaml(minimal);
   EXPECT_NE(minimal_yaml.find("lr: 0.0001\n"), std::string::npos) << minimal_yaml;
   EXPECT_NE(minimal_yaml.find("layers: []\n"), std::string::npos) << minimal_yaml;
+  EXPECT_NE(minimal_yaml.find("init_seed: ~\n"), std::string::npos) << minimal_yaml;
+  EXPECT_NE(minimal_yaml.find("max_restarts: 3\n"), std::string::npos) << minimal_yaml;
   ExpectSameSpec(minimal, Parse(minimal_yaml));
+  EXPECT_FALSE(Parse(minimal_yaml).base.model_init_seed.has_value());
 }
 
 TEST(JobSpecTest, AssignmentForGivesEachStageItsLayers) {

@@ -46,6 +46,7 @@ TEST(SeedFlagsTest, EveryFlagSetsItsField) {
       {{"--bind-address", "10.0.0.2"}, [](C c) { return c.bind_address == "10.0.0.2"; }},
       {{"--model-name", "/models/gpt2"},
        [](C c) { return c.assignment.model_dir == "/models/gpt2"; }},
+      {{"--model-init-seed", "7"}, [](C c) { return c.assignment.model_init_seed == 7u; }},
       {{"--tokenizer-name", "/tok"}, [](C c) { return c.assignment.data.tokenizer_dir == "/tok"; }},
       {{"--task-name", "x.jsonl:1,y.jsonl:3"},
        [](C c) {
@@ -122,6 +123,8 @@ TEST(SeedFlagsTest, EveryFlagSetsItsField) {
       {{"--pp-mode", "gpipe"},
        [](C c) { return c.assignment.training.schedule == ScheduleKind::kGPipe; }},
       {{"--seed", "123"}, [](C c) { return c.assignment.training.seed == 123u; }},
+      {{"--seed", "18446744073709551615"},
+       [](C c) { return c.assignment.training.seed == 18446744073709551615u; }},
       {{"--eval-every", "25"}, [](C c) { return c.assignment.training.eval_every == 25; }},
       {{"--checkpoint-path", "/ckpt"},
        [](C c) { return c.assignment.training.checkpoint_dir == "/ckpt"; }},
@@ -195,6 +198,10 @@ TEST(SeedFlagsTest, ErrorsNameTheFlag) {
       {{"--forward-compress-method", "fixpoint", "--forward-bits", "9"},
        "--forward-bits: 9 is outside 2..8"},
       {{"--config", "/nonexistent/job.yaml"}, "/nonexistent/job.yaml"},
+      {{"--model-init-seed", "-1"}, "--model-init-seed: \"-1\" is not a non-negative integer"},
+      {{"--seed", "-1"}, "--seed: \"-1\" is not a non-negative integer"},
+      {{"--seed", "18446744073709551616"}, "--seed: \"18446744073709551616\" is not"},
+      {{"--dp-mode", "cocktail", "--dp-bits", "1"}, "--dp-bits: 1 is outside 2..8"},
   };
   for (const auto& [args, expected] : cases) {
     StatusOr<SeedRunConfig> config = ParseWith(args);
@@ -204,8 +211,22 @@ TEST(SeedFlagsTest, ErrorsNameTheFlag) {
   }
   StatusOr<SeedRunConfig> bare = ParseWith({}, /*base=*/false);
   ASSERT_FALSE(bare.ok());
-  EXPECT_NE(bare.status().message().find("--model-name: empty"), std::string::npos)
-      << bare.status().message();
+  EXPECT_EQ(bare.status().message(),
+            "2 problems:\n  --model-name: empty\n  --task-name: no sources");
+}
+
+TEST(SeedFlagsTest, ReportsEveryProblemOfTheAssignment) {
+  StatusOr<SeedRunConfig> config =
+      ParseWith({"--seq-length", "0", "--lr", "-1", "--forward-compress-method", "delta",
+                 "--forward-bits", "1", "--eval-every", "-5"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(config.status().message(),
+            "4 problems:\n"
+            "  --lr: -1 is negative\n"
+            "  --seq-length: 0 is not positive\n"
+            "  --forward-bits: 1 is outside 2..8\n"
+            "  --eval-every: -5 is negative");
 }
 
 TEST(SeedFlagsTest, ConfigFileGivesTheStartAndFlagsOverride) {
