@@ -1,14 +1,16 @@
 // geotrain: the command-line program. This file only declares the flags and calls the commands
 // (cli/*_command.h); exit codes are in cli/exit_codes.h and cli/README.md.
 //
-// Local commands: tokenize, eval, model init, model import, checkpoint merge. The control-plane commands
-// (submit, status, jobs, cancel, workers, links, logs) join as further subcommands that share
-// `-o table|json` (OutputFormatNames) and a --coordinator option of their own.
+// Local commands: tokenize, eval, model init, model import, checkpoint merge. Control-plane
+// commands (cli/control_commands.h): submit, status, jobs, cancel, workers, links, logs; they
+// share --coordinator, -o table|json and --timeout-seconds.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "cli/checkpoint_merge_command.h"
+#include "cli/control_address.h"
+#include "cli/control_commands.h"
 #include "cli/eval_command.h"
 #include "cli/exit_codes.h"
 #include "cli/model_init_command.h"
@@ -23,6 +25,30 @@ using namespace geotrain::cli;  // NOLINT: main wires this module's commands onl
 int Fail(const geotrain::Status& status) {
   std::cerr << "geotrain: " << status.ToString() << "\n";
   return kExitFailure;
+}
+
+// The flags every control command takes, bound to the one ControlOptions (one subcommand runs).
+void AddControlFlags(CLI::App* command, ControlOptions& control) {
+  command
+      ->add_option("--coordinator", control.coordinator,
+                   std::string("coordinator address HOST:PORT (default: $") + kCoordinatorEnvVar +
+                       ", else " + kDefaultCoordinatorAddress + ")")
+      ->check(CLI::Validator(
+          [](std::string& value) { return CoordinatorAddressProblem(value); }, "HOST:PORT"));
+  command->add_option("-o,--output", control.format, "table or json")
+      ->transform(CLI::CheckedTransformer(OutputFormatNames(), CLI::ignore_case))
+      ->default_str("table");
+  command->add_option("--timeout-seconds", control.timeout_seconds, "deadline of each request")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+void AddReconnectFlag(CLI::App* command, double& reconnect_seconds) {
+  command
+      ->add_option("--reconnect-seconds", reconnect_seconds,
+                   "keep reconnecting this long when the coordinator goes away while following")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -80,6 +106,50 @@ int main(int argc, char** argv) {
                         "split larger outputs into shards + index")
       ->capture_default_str();
 
+  ControlOptions control;
+  SubmitOptions submit;
+  CLI::App* submit_cmd = app.add_subcommand("submit", "submit a job (YAML, docs/job-spec.md)");
+  submit_cmd->add_option("job_file", submit.job_file, "the job YAML file")->required();
+  submit_cmd->add_flag("--wait", submit.wait,
+                       "follow the job until it ends; exit 0 if it succeeded, 4 otherwise");
+  AddReconnectFlag(submit_cmd, submit.reconnect_seconds);
+  AddControlFlags(submit_cmd, control);
+
+  StatusOptions status;
+  CLI::App* status_cmd = app.add_subcommand("status", "a job's state, progress and placement");
+  status_cmd->add_option("job", status.job_id, "job id (job-N)")->required();
+  status_cmd->add_flag("--watch", status.watch,
+                       "print progress on every update until the job ends (exit as submit --wait)");
+  AddReconnectFlag(status_cmd, status.reconnect_seconds);
+  AddControlFlags(status_cmd, control);
+
+  ListOptions jobs;
+  CLI::App* jobs_cmd = app.add_subcommand("jobs", "list the jobs");
+  jobs_cmd->add_flag("--all", jobs.all, "also jobs that ended");
+  AddControlFlags(jobs_cmd, control);
+
+  std::string cancel_job;
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "cancel a job");
+  cancel_cmd->add_option("job", cancel_job, "job id (job-N)")->required();
+  AddControlFlags(cancel_cmd, control);
+
+  ListOptions workers;
+  CLI::App* workers_cmd = app.add_subcommand("workers", "list the workers");
+  workers_cmd->add_flag("--all", workers.all, "also dead workers");
+  AddControlFlags(workers_cmd, control);
+
+  CLI::App* links_cmd =
+      app.add_subcommand("links", "measured throughput between workers, by source and destination");
+  AddControlFlags(links_cmd, control);
+
+  LogsOptions logs;
+  CLI::App* logs_cmd = app.add_subcommand("logs", "the log lines of a job's ranks");
+  logs_cmd->add_option("job", logs.job_id, "job id (job-N)")->required();
+  logs_cmd->add_flag("-f,--follow", logs.follow, "keep printing new lines until the job ends");
+  logs_cmd->add_flag("--events", logs.events, "also the job's events");
+  AddReconnectFlag(logs_cmd, logs.reconnect_seconds);
+  AddControlFlags(logs_cmd, control);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -117,5 +187,14 @@ int main(int argc, char** argv) {
               << " safetensors file(s), " << result->bytes << " bytes)\n";
     return kExitSuccess;
   }
+
+  CommandContext context = ProcessCommandContext();
+  if (submit_cmd->parsed()) return RunSubmitCommand(control, submit, context);
+  if (status_cmd->parsed()) return RunStatusCommand(control, status, context);
+  if (jobs_cmd->parsed()) return RunJobsCommand(control, jobs, context);
+  if (cancel_cmd->parsed()) return RunCancelCommand(control, cancel_job, context);
+  if (workers_cmd->parsed()) return RunWorkersCommand(control, workers, context);
+  if (links_cmd->parsed()) return RunLinksCommand(control, context);
+  if (logs_cmd->parsed()) return RunLogsCommand(control, logs, context);
   return kExitUsage;
 }

@@ -1,0 +1,56 @@
+#include "cli/control_address.h"
+
+#include <cctype>
+
+namespace geotrain::cli {
+
+std::string CoordinatorAddressProblem(const std::string& value) {
+  const auto bad = [&](const std::string& why) {
+    return "'" + value + "' " + why + " (expected HOST:PORT)";
+  };
+  if (value.rfind("unix:", 0) == 0) {
+    if (value.size() == 5) return bad("names no socket path after unix:");
+    return "";
+  }
+  const size_t colon = value.rfind(':');
+  if (colon == std::string::npos) return bad("has no port");
+  const std::string host = value.substr(0, colon);
+  const std::string port = value.substr(colon + 1);
+  if (host.empty()) return bad("has no host");
+  if (host.find(':') != std::string::npos && (host.front() != '[' || host.back() != ']')) {
+    return bad("has an IPv6 host that is not in brackets");
+  }
+  if (port.empty() || port.size() > 5) return bad("has no valid port");
+  for (const char c : port) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return bad("has a port that is not a number");
+  }
+  const int number = std::stoi(port);
+  if (number < 1 || number > 65535) return bad("has a port outside 1-65535");
+  return "";
+}
+
+Status CheckCoordinatorAddress(const std::string& value, const std::string& field) {
+  const std::string problem = CoordinatorAddressProblem(value);
+  return problem.empty() ? OkStatus() : InvalidArgument(field + ": " + problem);
+}
+
+StatusOr<CoordinatorAddress> ResolveCoordinatorAddress(const std::string& flag_value,
+                                                       const char* env_value) {
+  CoordinatorAddress address;
+  if (!flag_value.empty()) {
+    address = {flag_value, "--coordinator"};
+  } else if (env_value != nullptr && env_value[0] != '\0') {
+    address = {env_value, kCoordinatorEnvVar};
+  } else {
+    address = {kDefaultCoordinatorAddress, "default"};
+  }
+  GEOTRAIN_RETURN_IF_ERROR(CheckCoordinatorAddress(address.target, address.origin));
+  return address;
+}
+
+std::string CoordinatorAddressHint() {
+  return std::string("set the address with --coordinator HOST:PORT or the ") + kCoordinatorEnvVar +
+         " environment variable (default " + kDefaultCoordinatorAddress + ")";
+}
+
+}  // namespace geotrain::cli

@@ -1,0 +1,18 @@
+// The one place that decides how the CLI dials the coordinator. Insecure for now; TLS (a later
+// issue) changes only CreateCoordinatorChannel.
+#pragma once
+
+#include <grpcpp/channel.h>
+
+#include <memory>
+
+#include "cli/control_address.h"
+
+namespace geotrain::cli {
+
+// A lazily connecting channel to `address.target`. Reconnect back-off is capped at a few seconds
+// (gRPC's default grows to two minutes) so that a follower resumes soon after a coordinator
+// restart; keepalive pings notice a coordinator host that vanished without closing the socket.
+std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const CoordinatorAddress& address);
+
+}  // namespace geotrain::cli

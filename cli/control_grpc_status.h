@@ -1,0 +1,21 @@
+// gRPC status -> geotrain::Status, so that everything above the client speaks one error type.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <string>
+
+#include "common/status.h"
+
+namespace geotrain::cli {
+
+// "NOT_FOUND" for grpc::StatusCode::NOT_FOUND.
+std::string GrpcCodeName(grpc::StatusCode code);
+
+// Codes geotrain::Status has keep their meaning. UNIMPLEMENTED, PERMISSION_DENIED,
+// UNAUTHENTICATED and ALREADY_EXISTS become FailedPrecondition (retrying cannot help); CANCELLED,
+// UNKNOWN, ABORTED and INTERNAL become Internal (a broken stream reports them, so a follower may
+// retry). Where the code changes, the message starts with the gRPC code's name.
+Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace geotrain::cli

@@ -1,0 +1,189 @@
+// CoordinatorCore: the control plane's state and decisions, without gRPC. The gRPC service
+// (coordinator_service.h) translates RPCs into calls here; tests drive it directly with a
+// ManualClock and recording SessionSinks.
+//
+// What it keeps: workers (registration, sessions, liveness, their open tasks), jobs (the state
+// machine of job_state_machine.h, placements, per-rank task states of the current generation,
+// progress from step reports), and it writes every change that matters through the StateStore
+// before the call returns (progress at most every progress_persist_interval_ms per job).
+//
+// Threading: every public method may be called from any thread; one mutex guards all state.
+// Messages to workers go through SessionSink::Send, which only queues, so no call blocks on the
+// network while holding the mutex. Tick() is the time-driven part (deaths, stop timeouts,
+// placement), run by SchedulerThread in the daemon.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "coordinator/clock.h"
+#include "coordinator/placement.h"
+#include "coordinator/rendezvous_scopes.h"
+#include "coordinator/session_sink.h"
+#include "coordinator/state_store.h"
+#include "coordinator/step_aggregator.h"
+#include "geotrain/v1/coordinator.pb.h"
+
+namespace geotrain::coordinator {
+
+struct CoordinatorOptions {
+  // Told to workers at registration: how often to send a heartbeat.
+  uint32_t heartbeat_interval_ms = 1000;
+  // A worker with no message for this long is declared dead (its jobs recover without it).
+  uint32_t heartbeat_timeout_ms = 10000;
+  // How long a recovering job waits for its other ranks to report their tasks ended before it
+  // drops the placement and may be placed again.
+  int64_t stop_timeout_ms = 30000;
+  // After a coordinator start, how long the workers it knows get to reconnect before they are
+  // declared dead (at least heartbeat_timeout_ms). Workers retry at most every 5 s, so a grace
+  // shorter than that would re-place running jobs that were only waiting for their turn.
+  int64_t reattach_grace_ms = 15000;
+  // Progress from step reports reaches the store at most this often per job; state changes,
+  // events and placements are written at once.
+  int64_t progress_persist_interval_ms = 250;
+};
+
+class CoordinatorCore {
+ public:
+  // Loads the stored state: workers start DISCONNECTED with a fresh heartbeat deadline, jobs keep
+  // their states and are re-attached through the workers' SessionHellos. `store`, `scopes` and
+  // `clock` are not owned and must outlive the core.
+  static StatusOr<std::unique_ptr<CoordinatorCore>> Create(const CoordinatorOptions& options,
+                                                           StateStore* store,
+                                                           RendezvousScopes* scopes, Clock* clock);
+  ~CoordinatorCore();
+
+  // Called (under the core's mutex, so it must only signal) whenever a job might now be
+  // placeable or a recovery might be over. Set once, before the first RPC.
+  void SetWakeHook(std::function<void()> hook);
+
+  // --- Worker daemons ---
+  StatusOr<v1::RegisterResponse> Register(const v1::RegisterRequest& request);
+  // Attaches a session (replacing an older one of the same worker) and reconciles the tasks the
+  // worker lists. Returns the session's id for the calls below.
+  StatusOr<uint64_t> OpenSession(const v1::SessionHello& hello, std::shared_ptr<SessionSink> sink);
+  // Any message after the hello. An error means the session must end (it was replaced or the
+  // worker declared dead, or the message breaks the protocol).
+  Status HandleWorkerMessage(const std::string& worker_id, uint64_t session_id,
+                             const v1::WorkerMessage& message);
+  // The stream of `session_id` ended; the worker is DISCONNECTED unless a newer session exists.
+  void CloseSession(const std::string& worker_id, uint64_t session_id);
+
+  // --- The CLI ---
+  StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request);
+  StatusOr<v1::Job> GetJob(const std::string& job_id) const;
+  StatusOr<v1::JobSteps> GetJobSteps(const v1::GetJobStepsRequest& request) const;
+  std::vector<v1::Job> ListJobs(bool include_finished) const;
+  StatusOr<v1::Job> CancelJob(const std::string& job_id);
+  std::vector<v1::Worker> ListWorkers(bool include_dead) const;
+  v1::LinkMatrix GetLinks() const;
+
+  // --- Watching (WatchJob) ---
+  // Increases on every job event, log line, state or progress change.
+  uint64_t change_version() const;
+  // Returns the version once it differs from `seen`, after `timeout`, or at Shutdown().
+  uint64_t WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const;
+  bool shutting_down() const { return shutting_down_.load(); }
+
+  // Declares silent workers dead, ends recoveries whose ranks stopped (or whose stop timeout
+  // passed), places waiting jobs in FIFO order and writes throttled progress.
+  void Tick();
+
+  // Closes every session, writes pending progress and refuses worker calls from then on.
+  void Shutdown();
+
+ private:
+  // One rank of a job's current generation.
+  struct RankTask {
+    std::string worker_id;
+    v1::TaskState state = v1::TASK_STATE_UNSPECIFIED;  // unspecified: assigned, nothing heard
+    bool reported_step = false;
+    // Its worker died or reconnected without it: it runs nowhere we can reach.
+    bool lost = false;
+    bool Ended() const;
+    bool Started() const;
+  };
+  struct JobEntry {
+    v1::Job job;
+    StepFigures figures;
+    StepAggregator steps;
+    // Ranks of job.generation, by rank (replica * num_stages + stage); empty while queued, and
+    // once a recovery dropped the placement.
+    std::vector<RankTask> ranks;
+    int64_t stop_deadline_ms = 0;  // recovering, while ranks is not empty
+    int64_t last_event_sequence = 0;
+    int64_t last_log_sequence = 0;
+    bool progress_dirty = false;
+    int64_t progress_persisted_ms = 0;
+    JobEntry(v1::Job j, StepFigures f)
+        : job(std::move(j)), figures(f), steps(f, job.generation()) {}
+  };
+  struct WorkerEntry {
+    v1::Worker record;
+    std::shared_ptr<SessionSink> session;  // null while DISCONNECTED or DEAD
+    uint64_t session_id = 0;
+    int64_t last_seen_ms = 0;  // last message (or registration, or coordinator start)
+    // Tasks the worker runs that have not ended, by (job id, generation): BUSY while any.
+    std::map<std::pair<std::string, uint32_t>, std::pair<int, int>> open_tasks;
+  };
+
+  CoordinatorCore(const CoordinatorOptions& options, StateStore* store, RendezvousScopes* scopes,
+                  Clock* clock);
+  Status LoadLocked(StoredState state);
+
+  // Everything below requires mu_.
+  JobEntry* FindJob(const std::string& job_id);
+  WorkerEntry* FindWorker(const std::string& worker_id);
+  void Wake();
+  void BumpVersion();
+  void PersistJob(JobEntry& entry, std::vector<v1::JobEvent> events);
+  void PersistWorker(const WorkerEntry& worker);
+  void AppendEvent(JobEntry& entry, const std::string& text);
+  bool Transition(JobEntry& entry, v1::JobState to, const std::string& why);
+  void RefreshWorkerState(WorkerEntry& worker);
+  void SendStop(const std::string& worker_id, const std::string& job_id, uint32_t generation,
+                const std::string& reason);
+  void SendForget(const std::string& worker_id, const std::string& job_id, uint32_t generation);
+
+  bool TryPlace(JobEntry& entry, std::vector<PlacementCandidate>* idle);
+  void CheckStarted(JobEntry& entry);
+  void StartRecovery(JobEntry& entry, const std::string& why);
+  void FinishJob(JobEntry& entry, v1::JobState to, const std::string& why);
+  void FinishStops(JobEntry& entry, bool timed_out);
+  void RankLost(JobEntry& entry, size_t rank, const std::string& why);
+  void DeclareDead(WorkerEntry& worker);
+
+  void ApplyTaskStatus(WorkerEntry& worker, const v1::TaskStatus& task);
+  void ApplyStepReports(WorkerEntry& worker, const v1::StepReports& reports);
+  void ApplyLogLines(WorkerEntry& worker, const v1::LogLines& lines);
+
+  const CoordinatorOptions options_;
+  StateStore* const store_;
+  RendezvousScopes* const scopes_;
+  Clock* const clock_;
+
+  mutable std::mutex mu_;
+  std::function<void()> wake_hook_;
+  std::map<std::string, std::unique_ptr<WorkerEntry>> workers_;
+  std::map<std::string, std::unique_ptr<JobEntry>> jobs_;
+  std::vector<std::string> job_order_;  // submission order: the scheduler's FIFO
+  uint64_t next_session_id_ = 1;
+
+  // Watchers wait here without holding mu_ (lock order: mu_, then watch_mu_).
+  mutable std::mutex watch_mu_;
+  mutable std::condition_variable watch_cv_;
+  uint64_t version_ = 0;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace geotrain::coordinator

@@ -1,0 +1,49 @@
+// CoordinatorService: the gRPC Coordinator service (proto/geotrain/v1/coordinator.proto). Thin:
+// each handler converts the request, calls CoordinatorCore (or reads the StateStore for events
+// and log lines) and converts the Status.
+//
+// Thread-safe: gRPC's synchronous server runs each RPC on a thread of its pool; Session and
+// WatchJob hold theirs for the stream's life.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "coordinator/coordinator_core.h"
+#include "coordinator/state_store.h"
+#include "geotrain/v1/coordinator.grpc.pb.h"
+
+namespace geotrain::coordinator {
+
+class CoordinatorService final : public v1::Coordinator::Service {
+ public:
+  // Neither is owned; both must outlive the service.
+  CoordinatorService(CoordinatorCore* core, StateStore* store) : core_(core), store_(store) {}
+
+  grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
+                        v1::RegisterResponse* response) override;
+  grpc::Status Session(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override;
+  grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
+                         v1::Job* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
+                      v1::Job* response) override;
+  grpc::Status GetJobSteps(grpc::ServerContext* context, const v1::GetJobStepsRequest* request,
+                           v1::JobSteps* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const v1::CancelJobRequest* request,
+                         v1::Job* response) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
+                           v1::ListWorkersResponse* response) override;
+  grpc::Status GetLinks(grpc::ServerContext* context, const v1::GetLinksRequest* request,
+                        v1::LinkMatrix* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
+                        grpc::ServerWriter<v1::JobUpdate>* writer) override;
+
+ private:
+  CoordinatorCore* core_;
+  StateStore* store_;
+};
+
+}  // namespace geotrain::coordinator

@@ -1,0 +1,107 @@
+// geotrain-coordinator: the control plane's daemon. This file parses flags, wires a
+// CoordinatorServer and waits for SIGINT/SIGTERM. Exit codes: 0 after a clean shutdown, 1 when
+// the state directory cannot be used or the address cannot be bound, 2 for bad flags.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <iostream>
+
+#include "coordinator/server.h"
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+int Usage(const std::string& message) {
+  std::cerr << "geotrain-coordinator: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  geotrain::coordinator::ServerOptions options;
+  std::string log_level = "info";
+  int64_t stop_timeout_seconds = 30;
+  int64_t reattach_grace_seconds = 15;
+
+  CLI::App app{"geotrain-coordinator: plans, tracks and recovers geotrain training jobs"};
+  app.add_option("--listen", options.listen_address, "HOST:PORT to serve gRPC on")
+      ->capture_default_str();
+  app.add_option("--state-dir", options.state_dir,
+                 "directory of the SQLite state (coordinator.db); created when missing")
+      ->required();
+  app.add_option("--heartbeat-interval-ms", options.coordinator.heartbeat_interval_ms,
+                 "how often workers send a heartbeat")
+      ->capture_default_str();
+  app.add_option("--heartbeat-timeout-ms", options.coordinator.heartbeat_timeout_ms,
+                 "a worker silent this long is declared dead")
+      ->capture_default_str();
+  app.add_option("--stop-timeout-seconds", stop_timeout_seconds,
+                 "how long a recovering job waits for its other ranks to stop")
+      ->capture_default_str();
+  app.add_option("--reattach-grace-seconds", reattach_grace_seconds,
+                 "after a restart, how long known workers get to reconnect before they are dead")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+
+  const spdlog::level::level_enum level = spdlog::level::from_str(log_level);
+  if (level == spdlog::level::off && log_level != "off") {
+    return Usage("--log-level: unknown level \"" + log_level +
+                 "\" (trace, debug, info, warn, error, critical, off)");
+  }
+  if (options.coordinator.heartbeat_interval_ms == 0) {
+    return Usage("--heartbeat-interval-ms: must be positive");
+  }
+  if (options.coordinator.heartbeat_timeout_ms <= options.coordinator.heartbeat_interval_ms) {
+    return Usage("--heartbeat-timeout-ms: " +
+                 std::to_string(options.coordinator.heartbeat_timeout_ms) +
+                 " must exceed --heartbeat-interval-ms (" +
+                 std::to_string(options.coordinator.heartbeat_interval_ms) + ")");
+  }
+  if (stop_timeout_seconds <= 0) return Usage("--stop-timeout-seconds: must be positive");
+  if (reattach_grace_seconds < 0) return Usage("--reattach-grace-seconds: must not be negative");
+  if (options.listen_address.rfind(':') == std::string::npos) {
+    return Usage("--listen: \"" + options.listen_address + "\" is not HOST:PORT");
+  }
+  options.coordinator.stop_timeout_ms = stop_timeout_seconds * 1000;
+  options.coordinator.reattach_grace_ms = reattach_grace_seconds * 1000;
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("geotrain-coordinator"));
+  spdlog::set_level(level);
+
+  // Block the signals before any thread starts, so every thread inherits the mask and only the
+  // sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = geotrain::coordinator::CoordinatorServer::Start(options);
+  if (!server.ok()) {
+    const geotrain::Status& status = server.status();
+    spdlog::error("{}", status.ToString());
+    return status.code() == geotrain::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  spdlog::info("listening on {} (state in {})", (*server)->address(), options.state_dir);
+  // For scripts and tests: stdout carries this one line.
+  std::cout << "listening on " << (*server)->address() << std::endl;
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  spdlog::info("received {}; shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->Shutdown();
+  spdlog::info("state written; bye");
+  return 0;
+}

@@ -1,0 +1,413 @@
+// The SQLite StateStore. Schema (version 1), one file DIR/coordinator.db in WAL mode:
+//
+//   geotrain_meta(key PRIMARY KEY, value)   format = geotrain-coordinator, schema_version = 1,
+//                                           next_worker_number, next_job_number
+//   workers(id PRIMARY KEY, state, record)  record: a serialised v1.Worker
+//   jobs(id PRIMARY KEY, number UNIQUE, name, state, submitted_unix_ms, record: v1.Job)
+//   job_events(job_id, sequence, unix_ms, record: v1.JobEvent)          PRIMARY KEY (job_id, sequence)
+//   job_log_lines(job_id, sequence, unix_ms, record: v1.LogLine)        PRIMARY KEY (job_id, sequence)
+//   job_steps(job_id, step, generation, record: v1.JobStep)             PRIMARY KEY (job_id, step)
+//
+// WAL with synchronous=NORMAL: a commit is in the WAL file before the call returns, so a
+// coordinator killed with -9 loses nothing; only a power cut could lose the newest commits.
+// DIR/coordinator.lock (flock) keeps a second coordinator off the same directory.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "coordinator/sqlite_db.h"
+#include "coordinator/state_store.h"
+
+namespace geotrain::coordinator {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+constexpr const char* kFormat = "geotrain-coordinator";
+
+constexpr const char* kCreateSchema = R"sql(
+CREATE TABLE geotrain_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE workers (id TEXT PRIMARY KEY, state INTEGER NOT NULL, record BLOB NOT NULL);
+CREATE TABLE jobs (id TEXT PRIMARY KEY, number INTEGER NOT NULL UNIQUE, name TEXT NOT NULL,
+                   state INTEGER NOT NULL, submitted_unix_ms INTEGER NOT NULL,
+                   record BLOB NOT NULL);
+CREATE INDEX jobs_by_state ON jobs (state);
+CREATE TABLE job_events (job_id TEXT NOT NULL, sequence INTEGER NOT NULL,
+                         unix_ms INTEGER NOT NULL, record BLOB NOT NULL,
+                         PRIMARY KEY (job_id, sequence)) WITHOUT ROWID;
+CREATE TABLE job_log_lines (job_id TEXT NOT NULL, sequence INTEGER NOT NULL,
+                            unix_ms INTEGER NOT NULL, record BLOB NOT NULL,
+                            PRIMARY KEY (job_id, sequence)) WITHOUT ROWID;
+CREATE TABLE job_steps (job_id TEXT NOT NULL, step INTEGER NOT NULL,
+                        generation INTEGER NOT NULL, record BLOB NOT NULL,
+                        PRIMARY KEY (job_id, step)) WITHOUT ROWID;
+INSERT INTO geotrain_meta (key, value) VALUES ('format', 'geotrain-coordinator'),
+  ('schema_version', '1'), ('next_worker_number', '1'), ('next_job_number', '1');
+)sql";
+
+// "job-12" -> 12; ids are ours, anything else sorts first.
+int64_t JobNumber(const std::string& id) {
+  constexpr const char* kPrefix = "job-";
+  if (id.rfind(kPrefix, 0) != 0) return 0;
+  try {
+    return std::stoll(id.substr(4));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+template <typename Message>
+Status ParseRecord(const std::string& bytes, const std::string& where, Message* out) {
+  if (!out->ParseFromString(bytes)) return DataLoss(where + ": the stored record does not parse");
+  return OkStatus();
+}
+
+class SqliteStateStore final : public StateStore {
+ public:
+  SqliteStateStore(std::unique_ptr<SqliteDb> db, int lock_fd)
+      : db_(std::move(db)), lock_fd_(lock_fd) {}
+
+  ~SqliteStateStore() override {
+    // Folds the WAL back into the main file so the directory holds one self-contained file.
+    (void)db_->Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    db_.reset();
+    close(lock_fd_);
+  }
+
+  StatusOr<StoredState> Load() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    StoredState state;
+    {
+      GEOTRAIN_ASSIGN_OR_RETURN(SqliteStatement query,
+                                db_->Prepare("SELECT id, record FROM workers ORDER BY id"));
+      while (true) {
+        GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+        if (!row) break;
+        v1::Worker worker;
+        GEOTRAIN_RETURN_IF_ERROR(ParseRecord(
+            query.ColumnBlob(1), Where("workers row '" + query.ColumnText(0) + "'"), &worker));
+        state.workers.push_back(std::move(worker));
+      }
+    }
+    {
+      GEOTRAIN_ASSIGN_OR_RETURN(SqliteStatement query,
+                                db_->Prepare("SELECT id, record FROM jobs ORDER BY number"));
+      while (true) {
+        GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+        if (!row) break;
+        v1::Job job;
+        GEOTRAIN_RETURN_IF_ERROR(ParseRecord(
+            query.ColumnBlob(1), Where("jobs row '" + query.ColumnText(0) + "'"), &job));
+        state.jobs.push_back(std::move(job));
+      }
+    }
+    GEOTRAIN_RETURN_IF_ERROR(LastSequences("job_events", &state.last_event_sequence));
+    GEOTRAIN_RETURN_IF_ERROR(LastSequences("job_log_lines", &state.last_log_sequence));
+    return state;
+  }
+
+  StatusOr<uint64_t> NextWorkerNumber() override { return NextNumber("next_worker_number"); }
+  StatusOr<uint64_t> NextJobNumber() override { return NextNumber("next_job_number"); }
+
+  Status PutWorker(const v1::Worker& worker) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement put,
+        db_->Prepare("INSERT OR REPLACE INTO workers (id, state, record) VALUES (?1, ?2, ?3)"));
+    put.BindText(1, worker.id());
+    put.BindInt64(2, worker.state());
+    put.BindBlob(3, worker.SerializeAsString());
+    return put.Run();
+  }
+
+  Status PutJob(const v1::Job& job, const std::vector<v1::JobEvent>& events) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    SqliteTransaction transaction(db_.get());
+    GEOTRAIN_RETURN_IF_ERROR(transaction.status());
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement put,
+        db_->Prepare("INSERT OR REPLACE INTO jobs (id, number, name, state, submitted_unix_ms, "
+                     "record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    put.BindText(1, job.id());
+    put.BindInt64(2, JobNumber(job.id()));
+    put.BindText(3, job.name());
+    put.BindInt64(4, job.state());
+    put.BindInt64(5, job.submitted_unix_ms());
+    put.BindBlob(6, job.SerializeAsString());
+    GEOTRAIN_RETURN_IF_ERROR(put.Run());
+    for (const v1::JobEvent& event : events) {
+      GEOTRAIN_ASSIGN_OR_RETURN(
+          SqliteStatement append,
+          db_->Prepare("INSERT OR REPLACE INTO job_events (job_id, sequence, unix_ms, record) "
+                       "VALUES (?1, ?2, ?3, ?4)"));
+      append.BindText(1, event.job_id());
+      append.BindInt64(2, event.sequence());
+      append.BindInt64(3, event.unix_ms());
+      append.BindBlob(4, event.SerializeAsString());
+      GEOTRAIN_RETURN_IF_ERROR(append.Run());
+    }
+    return transaction.Commit();
+  }
+
+  Status AppendLogLines(const std::string& job_id,
+                        const std::vector<v1::SequencedLogLine>& lines) override {
+    if (lines.empty()) return OkStatus();
+    std::lock_guard<std::mutex> lock(mu_);
+    SqliteTransaction transaction(db_.get());
+    GEOTRAIN_RETURN_IF_ERROR(transaction.status());
+    int64_t newest = 0;
+    for (const v1::SequencedLogLine& line : lines) {
+      GEOTRAIN_ASSIGN_OR_RETURN(
+          SqliteStatement append,
+          db_->Prepare("INSERT OR REPLACE INTO job_log_lines (job_id, sequence, unix_ms, record) "
+                       "VALUES (?1, ?2, ?3, ?4)"));
+      append.BindText(1, job_id);
+      append.BindInt64(2, line.sequence());
+      append.BindInt64(3, line.line().unix_ms());
+      append.BindBlob(4, line.line().SerializeAsString());
+      GEOTRAIN_RETURN_IF_ERROR(append.Run());
+      newest = std::max(newest, line.sequence());
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement prune,
+        db_->Prepare("DELETE FROM job_log_lines WHERE job_id = ?1 AND sequence <= ?2"));
+    prune.BindText(1, job_id);
+    prune.BindInt64(2, newest - kMaxLogLinesPerJob);
+    GEOTRAIN_RETURN_IF_ERROR(prune.Run());
+    return transaction.Commit();
+  }
+
+  Status PutStep(const std::string& job_id, const v1::JobStep& step) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement put,
+        db_->Prepare("INSERT OR REPLACE INTO job_steps (job_id, step, generation, record) "
+                     "VALUES (?1, ?2, ?3, ?4)"));
+    put.BindText(1, job_id);
+    put.BindInt64(2, step.step());
+    put.BindInt64(3, step.generation());
+    put.BindBlob(4, step.SerializeAsString());
+    return put.Run();
+  }
+
+  StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id,
+                                                  int64_t after_sequence, int limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement query,
+        db_->Prepare("SELECT sequence, record FROM job_events WHERE job_id = ?1 AND "
+                     "sequence > ?2 ORDER BY sequence LIMIT ?3"));
+    query.BindText(1, job_id);
+    query.BindInt64(2, after_sequence);
+    query.BindInt64(3, limit);
+    std::vector<v1::JobEvent> events;
+    while (true) {
+      GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      v1::JobEvent event;
+      GEOTRAIN_RETURN_IF_ERROR(ParseRecord(query.ColumnBlob(1), Where("job_events row"), &event));
+      events.push_back(std::move(event));
+    }
+    return events;
+  }
+
+  StatusOr<std::vector<v1::SequencedLogLine>> LogLinesAfter(const std::string& job_id,
+                                                            int64_t after_sequence,
+                                                            int limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement query,
+        db_->Prepare("SELECT sequence, record FROM job_log_lines WHERE job_id = ?1 AND "
+                     "sequence > ?2 ORDER BY sequence LIMIT ?3"));
+    query.BindText(1, job_id);
+    query.BindInt64(2, after_sequence);
+    query.BindInt64(3, limit);
+    std::vector<v1::SequencedLogLine> lines;
+    while (true) {
+      GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      v1::SequencedLogLine line;
+      line.set_sequence(query.ColumnInt64(0));
+      GEOTRAIN_RETURN_IF_ERROR(
+          ParseRecord(query.ColumnBlob(1), Where("job_log_lines row"), line.mutable_line()));
+      lines.push_back(std::move(line));
+    }
+    return lines;
+  }
+
+  StatusOr<std::vector<v1::JobStep>> StepsAfter(const std::string& job_id,
+                                                int64_t after_step) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement query,
+        db_->Prepare("SELECT record FROM job_steps WHERE job_id = ?1 AND step > ?2 "
+                     "ORDER BY step"));
+    query.BindText(1, job_id);
+    query.BindInt64(2, after_step);
+    std::vector<v1::JobStep> steps;
+    while (true) {
+      GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      v1::JobStep step;
+      GEOTRAIN_RETURN_IF_ERROR(ParseRecord(query.ColumnBlob(0), Where("job_steps row"), &step));
+      steps.push_back(std::move(step));
+    }
+    return steps;
+  }
+
+ private:
+  std::string Where(const std::string& what) const { return db_->path() + ": " + what; }
+
+  StatusOr<uint64_t> NextNumber(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    SqliteTransaction transaction(db_.get());
+    GEOTRAIN_RETURN_IF_ERROR(transaction.status());
+    GEOTRAIN_ASSIGN_OR_RETURN(SqliteStatement read,
+                              db_->Prepare("SELECT value FROM geotrain_meta WHERE key = ?1"));
+    read.BindText(1, key);
+    GEOTRAIN_ASSIGN_OR_RETURN(bool row, read.Step());
+    uint64_t number = 1;
+    if (row) {
+      try {
+        number = std::stoull(read.ColumnText(0));
+      } catch (const std::exception&) {
+        return DataLoss(Where("geotrain_meta." + key + ": \"" + read.ColumnText(0) +
+                              "\" is not a number"));
+      }
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement write,
+        db_->Prepare("INSERT OR REPLACE INTO geotrain_meta (key, value) VALUES (?1, ?2)"));
+    write.BindText(1, key);
+    write.BindText(2, std::to_string(number + 1));
+    GEOTRAIN_RETURN_IF_ERROR(write.Run());
+    GEOTRAIN_RETURN_IF_ERROR(transaction.Commit());
+    return number;
+  }
+
+  Status LastSequences(const std::string& table, std::map<std::string, int64_t>* out) {
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement query,
+        db_->Prepare("SELECT job_id, MAX(sequence) FROM " + table + " GROUP BY job_id"));
+    while (true) {
+      GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) return OkStatus();
+      (*out)[query.ColumnText(0)] = query.ColumnInt64(1);
+    }
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<SqliteDb> db_;
+  int lock_fd_;
+};
+
+// Refuses files that are not ours (or not SQLite at all) and schemas from the future; creates
+// the schema in an empty database.
+Status PrepareSchema(SqliteDb* db) {
+  const std::string not_ours = db->path() + ": not a geotrain coordinator database";
+  // SQLite's own words end the message ("...: file is not a database").
+  auto unreadable = [&](const Status& status) {
+    const std::string& message = status.message();
+    const size_t colon = message.rfind(": ");
+    return DataLoss(not_ours + " (" +
+                    (colon == std::string::npos ? message : message.substr(colon + 2)) + ")");
+  };
+  std::vector<std::string> tables;
+  {
+    auto query = db->Prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    if (!query.ok()) return unreadable(query.status());
+    while (true) {
+      StatusOr<bool> row = query->Step();
+      if (!row.ok()) return unreadable(row.status());
+      if (!*row) break;
+      tables.push_back(query->ColumnText(0));
+    }
+  }
+  GEOTRAIN_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL"));
+  GEOTRAIN_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
+  if (tables.empty()) {
+    SqliteTransaction transaction(db);
+    GEOTRAIN_RETURN_IF_ERROR(transaction.status());
+    GEOTRAIN_RETURN_IF_ERROR(db->Exec(kCreateSchema));
+    return transaction.Commit();
+  }
+  if (std::find(tables.begin(), tables.end(), "geotrain_meta") == tables.end()) {
+    std::string names;
+    for (const std::string& t : tables) names += (names.empty() ? "" : ", ") + t;
+    return DataLoss(not_ours + " (it has no geotrain_meta table; its tables: " + names + ")");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(SqliteStatement read,
+                            db->Prepare("SELECT key, value FROM geotrain_meta WHERE key IN "
+                                        "('format', 'schema_version')"));
+  std::string format;
+  std::string version;
+  while (true) {
+    GEOTRAIN_ASSIGN_OR_RETURN(bool row, read.Step());
+    if (!row) break;
+    (read.ColumnText(0) == "format" ? format : version) = read.ColumnText(1);
+  }
+  if (format != kFormat) {
+    return DataLoss(not_ours + " (geotrain_meta.format is \"" + format + "\", expected \"" +
+                    kFormat + "\")");
+  }
+  int schema = 0;
+  try {
+    schema = std::stoi(version);
+  } catch (const std::exception&) {
+    return DataLoss(db->path() + ": geotrain_meta.schema_version \"" + version +
+                    "\" is not a number");
+  }
+  if (schema > kSchemaVersion) {
+    return FailedPrecondition(db->path() + ": schema version " + std::to_string(schema) +
+                              " is newer than this geotrain-coordinator understands (" +
+                              std::to_string(kSchemaVersion) +
+                              "); run a newer geotrain-coordinator");
+  }
+  if (schema < 1) {
+    return DataLoss(db->path() + ": geotrain_meta.schema_version " + std::to_string(schema) +
+                    " is not a valid version");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& state_dir) {
+  if (state_dir.empty()) return InvalidArgument("state dir: empty");
+  std::error_code error;
+  std::filesystem::create_directories(state_dir, error);
+  if (error) return Unavailable(state_dir + ": cannot create the state directory: " + error.message());
+  if (!std::filesystem::is_directory(state_dir, error)) {
+    return Unavailable(state_dir + ": not a directory");
+  }
+
+  const std::string lock_path = state_dir + "/coordinator.lock";
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) return Unavailable(lock_path + ": cannot open: " + std::strerror(errno));
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int saved = errno;
+    close(lock_fd);
+    if (saved == EWOULDBLOCK) {
+      return FailedPrecondition(state_dir +
+                                ": another geotrain-coordinator is using this state directory "
+                                "(coordinator.lock is held)");
+    }
+    return Unavailable(lock_path + ": cannot lock: " + std::strerror(saved));
+  }
+
+  StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::Open(state_dir + "/coordinator.db");
+  Status status = db.ok() ? PrepareSchema(db->get()) : db.status();
+  if (!status.ok()) {
+    if (db.ok()) db->reset();
+    close(lock_fd);
+    return status;
+  }
+  return std::unique_ptr<StateStore>(new SqliteStateStore(std::move(*db), lock_fd));
+}
+
+}  // namespace geotrain::coordinator

@@ -1,0 +1,72 @@
+// StateStore: the coordinator's durable state (workers, jobs, job events, job log lines, job
+// steps, id counters), so that a coordinator killed at any moment and restarted loses nothing it
+// acknowledged.
+//
+// Records are the proto messages themselves (serialised), next to the columns that are queried.
+// Every method is one transaction: it happened completely or not at all.
+//
+// Thread-safe: the core writes under its own mutex while RPC threads read events, log lines and
+// steps directly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "geotrain/v1/coordinator.pb.h"
+#include "geotrain/v1/job.pb.h"
+#include "geotrain/v1/worker.pb.h"
+
+namespace geotrain::coordinator {
+
+// Everything the core needs at start-up.
+struct StoredState {
+  std::vector<v1::Worker> workers;
+  std::vector<v1::Job> jobs;  // by job number (submission order)
+  // The highest event / log sequence number of each job that has any.
+  std::map<std::string, int64_t> last_event_sequence;
+  std::map<std::string, int64_t> last_log_sequence;
+};
+
+class StateStore {
+ public:
+  // Log lines kept per job; older ones are deleted as new ones arrive.
+  static constexpr int64_t kMaxLogLinesPerJob = 20000;
+
+  virtual ~StateStore() = default;
+
+  virtual StatusOr<StoredState> Load() = 0;
+
+  // Counters behind "w-N" and "job-N": each call returns the next number and persists it first,
+  // so no number is handed out twice, across restarts too.
+  virtual StatusOr<uint64_t> NextWorkerNumber() = 0;
+  virtual StatusOr<uint64_t> NextJobNumber() = 0;
+
+  virtual Status PutWorker(const v1::Worker& worker) = 0;
+  // Writes the job record and appends `events` (possibly none) together.
+  virtual Status PutJob(const v1::Job& job, const std::vector<v1::JobEvent>& events) = 0;
+  // Appends a job's log lines and drops those beyond kMaxLogLinesPerJob.
+  virtual Status AppendLogLines(const std::string& job_id,
+                                const std::vector<v1::SequencedLogLine>& lines) = 0;
+  // Inserts a complete step; a step redone after a recovery replaces the earlier run's row.
+  virtual Status PutStep(const std::string& job_id, const v1::JobStep& step) = 0;
+
+  // Oldest first, at most `limit`.
+  virtual StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id,
+                                                          int64_t after_sequence, int limit) = 0;
+  virtual StatusOr<std::vector<v1::SequencedLogLine>> LogLinesAfter(const std::string& job_id,
+                                                                    int64_t after_sequence,
+                                                                    int limit) = 0;
+  virtual StatusOr<std::vector<v1::JobStep>> StepsAfter(const std::string& job_id,
+                                                        int64_t after_step) = 0;
+};
+
+// The SQLite store in `state_dir`/coordinator.db (sqlite_state_store.cc). Creates the directory
+// and the database when missing; fails with a message naming the file when it is not a geotrain
+// coordinator database, has a newer schema, or another coordinator holds the directory.
+StatusOr<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& state_dir);
+
+}  // namespace geotrain::coordinator

@@ -1,0 +1,141 @@
+// The table and JSON views of the coordinator's answers.
+#include "cli/control_tables.h"
+
+#include <gtest/gtest.h>
+
+#include "cli/control_json.h"
+#include "cli/text_table.h"
+
+namespace geotrain::cli {
+namespace {
+
+constexpr int64_t kNowMs = 1709294463000;
+
+v1::Job SampleJob() {
+  v1::Job job;
+  job.set_id("job-3");
+  job.set_name("gpt2-tiny");
+  job.set_state(v1::JOB_STATE_RUNNING);
+  job.set_num_stages(2);
+  job.set_replicas(1);
+  job.set_generation(2);
+  job.set_restarts(1);
+  job.set_max_restarts(3);
+  job.set_steps_lost(20);
+  job.set_submitted_unix_ms(kNowMs - 300'000);
+  v1::JobProgress& p = *job.mutable_progress();
+  p.set_step(120);
+  p.set_total_steps(200);
+  p.set_loss(3.412);
+  p.set_first_loss(4.102);
+  p.set_raw_bytes_forward(8'000'000);
+  p.set_wire_bytes_forward(1'000'000);
+  p.set_raw_bytes(8'000'000);
+  p.set_wire_bytes(1'000'000);
+  p.set_checkpoint_step(100);
+  p.set_eta_seconds(3723);
+  for (int stage = 0; stage < 2; ++stage) {
+    v1::Placement& placement = *job.add_placements();
+    placement.set_stage(stage);
+    placement.set_worker_id("w-" + std::to_string(stage + 1));
+    placement.set_region(stage == 0 ? "us-east1" : "eu-west4");
+  }
+  return job;
+}
+
+TEST(TextTableTest, PadsColumnsAndTrimsTrailingSpace) {
+  TextTable table({"ID", "NAME", "X"});
+  table.AddRow({"job-10", "a", ""});
+  table.AddRow({"job-9", "longer"});
+  EXPECT_EQ(table.Render(),
+            "ID      NAME    X\n"
+            "job-10  a\n"
+            "job-9   longer\n");
+}
+
+TEST(ControlTablesTest, JobStatusShowsEveryFigure) {
+  const std::string text = FormatJobStatus(SampleJob());
+  for (const char* expected :
+       {"id          job-3\n", "name        gpt2-tiny\n", "state       running\n",
+        "message     -\n", "generation  2\n", "restarts    1 of 3\n", "steps lost  20\n",
+        "step        120/200\n", "loss        4.102 -> 3.412\n", "eval loss   -\n",
+        "checkpoint  step 100\n", "ETA         1:02:03\n", "forward        8.0 MB  1.0 MB  8.0x\n",
+        "backward       0 B     0 B     -\n", "total          8.0 MB  1.0 MB  8.0x\n",
+        "placements:\n", "  stage  replica  worker  region\n",
+        "  1      0        w-2     eu-west4\n"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << "missing '" << expected << "' in\n"
+                                                      << text;
+  }
+}
+
+TEST(ControlTablesTest, JobListHasOneRowPerJob) {
+  v1::ListJobsResponse jobs;
+  *jobs.add_jobs() = SampleJob();
+  v1::Job& queued = *jobs.add_jobs();
+  queued.set_id("job-4");
+  queued.set_state(v1::JOB_STATE_QUEUED);
+  queued.set_submitted_unix_ms(kNowMs - 5'000);
+  EXPECT_EQ(FormatJobList(jobs, kNowMs),
+            "ID     NAME       STATE    STEP     LOSS   AGE\n"
+            "job-3  gpt2-tiny  running  120/200  3.412  5m\n"
+            "job-4  -          queued   0/?      -      5s\n");
+}
+
+TEST(ControlTablesTest, WorkerList) {
+  v1::ListWorkersResponse workers;
+  v1::Worker& busy = *workers.add_workers();
+  busy.set_id("w-1");
+  busy.set_state(v1::WORKER_STATE_BUSY);
+  busy.mutable_capabilities()->set_region("us-east1");
+  busy.mutable_capabilities()->set_advertise_address("10.0.0.5");
+  busy.mutable_capabilities()->set_device_kind("cpu");
+  busy.mutable_capabilities()->set_device_memory_bytes(64'000'000'000);
+  busy.mutable_capabilities()->set_cpu_count(16);
+  busy.set_job_id("job-3");
+  busy.set_stage(1);
+  busy.set_last_heartbeat_unix_ms(kNowMs - 2'000);
+  v1::Worker& dead = *workers.add_workers();
+  dead.set_id("w-2");
+  dead.set_state(v1::WORKER_STATE_DEAD);
+  EXPECT_EQ(FormatWorkerList(workers, kNowMs),
+            "ID   STATE  REGION    ADDRESS   DEVICE  MEMORY   CPUS  TASK        HEARTBEAT\n"
+            "w-1  busy   us-east1  10.0.0.5  cpu     64.0 GB  16    job-3 s1r0  2s ago\n"
+            "w-2  dead   -         -         -       -        -     -           -\n");
+}
+
+TEST(ControlTablesTest, LinkMatrixIsBySourceAndDestination) {
+  v1::LinkMatrix links;
+  const auto add = [&](const char* src, const char* src_region, const char* dst,
+                       const char* dst_region, double throughput) {
+    v1::Link& link = *links.add_links();
+    link.set_src_worker_id(src);
+    link.set_src_region(src_region);
+    link.set_dst_worker_id(dst);
+    link.set_dst_region(dst_region);
+    link.set_throughput_bytes_per_second(throughput);
+  };
+  add("w-1", "us-east1", "w-2", "eu-west4", 12.5e6);
+  add("w-2", "eu-west4", "w-1", "us-east1", 0);  // not measured yet
+  EXPECT_EQ(FormatLinkMatrix(links),
+            "from \\ to       w-1 (us-east1)  w-2 (eu-west4)\n"
+            "w-1 (us-east1)  -               12.5 MB/s\n"
+            "w-2 (eu-west4)  -               -\n");
+  EXPECT_EQ(FormatLinkMatrix(v1::LinkMatrix()), "no links (fewer than two live workers)\n");
+}
+
+TEST(ControlJsonTest, JobIsOneLineWithProtoNamesAndEveryField) {
+  const StatusOr<std::string> json = ToJsonLine(SampleJob());
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  EXPECT_EQ(json->find('\n'), std::string::npos);
+  // 64-bit integers are strings in protobuf's JSON mapping; doubles and 32-bit ints are numbers.
+  EXPECT_NE(json->find("\"progress\":{\"step\":\"120\",\"total_steps\":\"200\",\"loss\":3.412"),
+            std::string::npos)
+      << *json;
+  EXPECT_NE(json->find("\"state\":\"JOB_STATE_RUNNING\""), std::string::npos) << *json;
+  EXPECT_NE(json->find("\"eval_loss\":0"), std::string::npos) << *json;  // zero still written
+  EXPECT_NE(json->find("\"message\":\"\""), std::string::npos) << *json;
+  EXPECT_NE(json->find("\"generation\":2"), std::string::npos) << *json;
+}
+
+}  // namespace
+}  // namespace geotrain::cli

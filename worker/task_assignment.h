@@ -1,0 +1,19 @@
+// StageAssignmentOf: what the runtime trains for an Assignment: the job YAML parsed
+// (runtime::ParseJobSpec), the rank (stage, replica) taken from it, and resume forced on when the
+// coordinator says this placement continues an earlier one.
+//
+// The task child's only use of the protobuf: the runtime itself never sees it. Errors here are
+// the child's exit code 2 (a retry cannot fix them). Free function; thread-safe.
+#pragma once
+
+#include "common/status.h"
+#include "geotrain/v1/job.pb.h"
+#include "runtime/stage_assignment.h"
+
+namespace geotrain::worker {
+
+// Errors name the field: "assignment.spec_yaml: training.steps: ...", "assignment.stage: 2 is
+// not below pipeline.stages (2)".
+StatusOr<runtime::StageAssignment> StageAssignmentOf(const geotrain::v1::Assignment& assignment);
+
+}  // namespace geotrain::worker

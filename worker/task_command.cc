@@ -1,0 +1,83 @@
+#include "worker/task_command.h"
+
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "runtime/rank_runner.h"
+#include "worker/assignment_file.h"
+#include "worker/coordinator_channel.h"
+#include "worker/coordinator_store.h"
+#include "worker/task_assignment.h"
+
+namespace geotrain::worker {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitBadAssignment = 2;
+
+// The daemon reports the last error line of stderr; a message of several lines must stay whole.
+std::string OneLine(std::string text) {
+  for (size_t at; (at = text.find('\n')) != std::string::npos;) text.replace(at, 1, "; ");
+  return text;
+}
+
+Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& assignment,
+             const runtime::StageAssignment& stage) {
+  runtime::RankRunOptions run;
+  run.assignment = stage;
+  run.bind_address = options.bind_address;
+  run.group_prefix = "geotrain";
+  // RunRank uses it only for weights from model_init_seed; inside the task directory it is kept
+  // for inspection and cleaned up with the task.
+  run.init_dir = (std::filesystem::path(options.assignment_path).parent_path() / "init").string();
+  // A job of one rank joins no group and needs no rendezvous.
+  if (stage.world_size() > 1) {
+    const auto timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(stage.training.timeout_seconds * 1000));
+    run.store = c10::make_intrusive<CoordinatorStore>(CoordinatorChannel(options.coordinator),
+                                                      assignment.rendezvous(), timeout,
+                                                      options.coordinator);
+    spdlog::info("rank {}: joining the job's groups through the coordinator at {}",
+                 stage.global_rank(), options.coordinator);
+  }
+  return runtime::RunRank(run, [&](const runtime::StepResult& result) {
+    std::cout << runtime::StepResultJson(stage, result).dump() << std::endl;  // endl: flushed
+  });
+}
+
+}  // namespace
+
+int RunTaskCommand(const TaskCommandOptions& options) {
+  StatusOr<geotrain::v1::Assignment> assignment = ReadAssignmentFile(options.assignment_path);
+  if (!assignment.ok()) {
+    spdlog::error("{}", OneLine(assignment.status().message()));
+    return kExitBadAssignment;
+  }
+  StatusOr<runtime::StageAssignment> stage = StageAssignmentOf(*assignment);
+  if (!stage.ok()) {
+    spdlog::error("{}", OneLine(stage.status().message()));
+    return kExitBadAssignment;
+  }
+  if (options.threads > 0) at::set_num_threads(options.threads);
+  spdlog::info("task of job {} generation {}: stage {} of {}, replica {} of {}{}",
+               assignment->job_id(), assignment->generation(), stage->stage, stage->num_stages,
+               stage->dp_rank, stage->dp_size, stage->training.resume ? " (resuming)" : "");
+  try {
+    const Status status = Train(options, *assignment, *stage);
+    if (!status.ok()) {
+      spdlog::error("{}", OneLine(status.ToString()));
+      return kExitFailed;
+    }
+  } catch (const std::exception& e) {
+    // RunRank reports its errors as values; an exception here escaped the store or LibTorch.
+    spdlog::error("rank {}: {}", stage->global_rank(), OneLine(e.what()));
+    return kExitFailed;
+  }
+  spdlog::info("rank {}: trained to the end", stage->global_rank());
+  return 0;
+}
+
+}  // namespace geotrain::worker

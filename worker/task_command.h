@@ -1,0 +1,25 @@
+// The task child: `geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR
+// [--threads N]`, the process the daemon starts for each Assignment (hidden from --help).
+//
+// Reads the Assignment file, derives the rank's StageAssignment (task_assignment.h), forms the
+// job's groups through a CoordinatorStore scoped to the assignment's rendezvous, and trains with
+// runtime::RunRank. Each step prints one JSON line (runtime::StepResultJson) on stdout, flushed;
+// logs go to stderr. Exit codes: 0 trained to the end, 1 training failed, 2 bad assignment or
+// job file (the daemon reports those as permanent failures).
+#pragma once
+
+#include <string>
+
+namespace geotrain::worker {
+
+struct TaskCommandOptions {
+  std::string coordinator;      // HOST:PORT of the coordinator (its Rendezvous service)
+  std::string assignment_path;  // WORK_DIR/tasks/<task>/assignment.pb
+  std::string bind_address;     // where Gloo listens; the daemon's --advertise
+  int threads = 0;              // intra-op threads; 0: LibTorch's default
+};
+
+// Returns the process's exit code.
+int RunTaskCommand(const TaskCommandOptions& options);
+
+}  // namespace geotrain::worker

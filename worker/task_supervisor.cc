@@ -1,0 +1,250 @@
+#include "worker/task_supervisor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "worker/assignment_file.h"
+
+namespace geotrain::worker {
+namespace fs = std::filesystem;
+
+namespace {
+
+geotrain::v1::TaskStatus Failed(const TaskKey& key, const std::string& message, bool permanent) {
+  geotrain::v1::TaskStatus status = key.Status(geotrain::v1::TASK_STATE_FAILED);
+  status.set_message(message);
+  status.set_permanent(permanent);
+  return status;
+}
+
+}  // namespace
+
+TaskSupervisor::TaskSupervisor(SupervisorOptions options, Outbox* outbox,
+                               std::function<void()> on_task_end)
+    : options_(std::move(options)), outbox_(outbox), on_task_end_(std::move(on_task_end)) {}
+
+TaskSupervisor::~TaskSupervisor() {
+  std::map<TaskKey, std::unique_ptr<TaskRun>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    runs.swap(runs_);
+  }
+  // Outside the lock: a monitor thread may be waiting for it inside a callback.
+  runs.clear();
+}
+
+void TaskSupervisor::SetWorkerId(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  worker_id_ = id;
+}
+
+void TaskSupervisor::Handle(const geotrain::v1::CoordinatorMessage& message) {
+  switch (message.body_case()) {
+    case geotrain::v1::CoordinatorMessage::kAssign:
+      Assign(message.assign());
+      return;
+    case geotrain::v1::CoordinatorMessage::kStop:
+      Stop(message.stop());
+      return;
+    case geotrain::v1::CoordinatorMessage::kConfig: {
+      const auto& config = message.config();
+      spdlog::warn(
+          "job {} generation {}: configuration change for step {} not applied: the runtime cannot "
+          "change its compression settings mid-run, so the task keeps its current ones",
+          config.job_id(), config.generation(), config.effective_step());
+      return;
+    }
+    case geotrain::v1::CoordinatorMessage::kForget:
+      Forget(message.forget());
+      return;
+    case geotrain::v1::CoordinatorMessage::BODY_NOT_SET:
+      break;
+  }
+  spdlog::warn("ignoring a message from the coordinator with no known body (a newer coordinator?)");
+}
+
+void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
+  const TaskKey key = TaskKey::Of(assignment);
+  if (Status valid = ValidateAssignment(assignment); !valid.ok()) {
+    spdlog::error("refusing an invalid assignment: {}", valid.message());
+    outbox_->PushStatus(Failed(key, valid.message(), /*permanent=*/true));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (table_.Find(key) != nullptr) {
+    spdlog::info("assignment for {} ignored: this worker already has that task", key.Describe());
+    return;
+  }
+  // Refusals stay out of the table, so the same task may be assigned again once this is over.
+  if (closing_) {
+    spdlog::warn("refusing assignment {}: the worker is shutting down", key.Describe());
+    outbox_->PushStatus(Failed(key, "the worker is shutting down", /*permanent=*/false));
+    return;
+  }
+  if (std::optional<TaskKey> busy = table_.AnyActive()) {
+    const std::string why = "the worker is busy with task " + busy->Describe();
+    spdlog::warn("refusing assignment {}: {}", key.Describe(), why);
+    outbox_->PushStatus(Failed(key, why, /*permanent=*/false));
+    return;
+  }
+
+  table_.Add(key.Status(geotrain::v1::TASK_STATE_STARTING));
+  outbox_->PushStatus(key.Status(geotrain::v1::TASK_STATE_STARTING));
+  const fs::path dir = fs::path(options_.work_dir) / "tasks" / key.DirName();
+  const std::string assignment_path = (dir / "assignment.pb").string();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  Status prepared =
+      ec ? Unavailable(dir.string() + ": cannot create the task directory: " + ec.message())
+         : WriteAssignmentFile(assignment_path, assignment);
+  if (!prepared.ok()) {
+    spdlog::error("task {}: {}", key.Describe(), prepared.message());
+    SetStatusLocked(Failed(key, prepared.message(), /*permanent=*/false));
+    return;
+  }
+
+  ProcessSpec process;
+  process.argv = {options_.task_binary, "task",          "--coordinator", options_.coordinator,
+                  "--assignment",       assignment_path, "--bind",        options_.advertise};
+  if (options_.threads > 0) {
+    process.argv.push_back("--threads");
+    process.argv.push_back(std::to_string(options_.threads));
+    process.env.emplace_back("OMP_NUM_THREADS", std::to_string(options_.threads));
+  }
+  process.cwd = options_.data_root;
+
+  TaskRunCallbacks callbacks;
+  callbacks.on_step = [this, key](const geotrain::v1::StepReport& report) { OnStep(key, report); };
+  callbacks.on_log = [this](const geotrain::v1::LogLine& line) { OnLog(line); };
+  callbacks.on_end = [this](const geotrain::v1::TaskStatus& status) { OnEnd(status); };
+  StatusOr<std::unique_ptr<TaskRun>> run = TaskRun::Start(
+      key, process, (dir / "task.log").string(), std::move(callbacks), options_.task_log_cap_bytes);
+  if (!run.ok()) {
+    spdlog::error("task {}: {}", key.Describe(), run.status().message());
+    SetStatusLocked(Failed(key, run.status().message(), /*permanent=*/false));
+    return;
+  }
+  spdlog::info("task {} started (pid {}, directory {})", key.Describe(), (*run)->pid(),
+               dir.string());
+  runs_[key] = std::move(run).value();
+}
+
+void TaskSupervisor::Stop(const geotrain::v1::StopOrder& order) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::vector<TaskKey> keys = table_.ActiveOf(order.job_id(), order.generation());
+  if (keys.empty()) {
+    spdlog::info("stop order for job {} generation {} ignored: no such task runs here",
+                 order.job_id(), order.generation());
+    return;
+  }
+  for (const TaskKey& key : keys) {
+    spdlog::info("stopping task {} ({}); SIGKILL after {} ms", key.Describe(),
+                 order.reason().empty() ? "no reason given" : order.reason(),
+                 options_.stop_grace.count());
+    const auto run = runs_.find(key);
+    if (run != runs_.end()) run->second->Stop(options_.stop_grace);
+  }
+}
+
+void TaskSupervisor::Forget(const geotrain::v1::ForgetTask& forget) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int forgotten = table_.Forget(forget.job_id(), forget.generation());
+  spdlog::debug("forgot {} task(s) of job {} generation {}", forgotten, forget.job_id(),
+                forget.generation());
+  if (!table_.ActiveOf(forget.job_id(), forget.generation()).empty()) {
+    spdlog::warn("told to forget job {} generation {} while its task still runs; it stays listed",
+                 forget.job_id(), forget.generation());
+  }
+}
+
+geotrain::v1::SessionHello TaskSupervisor::Hello() {
+  std::lock_guard<std::mutex> lock(mu_);
+  geotrain::v1::SessionHello hello;
+  hello.set_worker_id(worker_id_);
+  for (geotrain::v1::TaskStatus& status : table_.HelloTasks()) {
+    *hello.add_tasks() = std::move(status);
+  }
+  // Refusals never entered the table: those still have to go out as they are.
+  outbox_->DropStatuses([this](const geotrain::v1::TaskStatus& status) {
+    return table_.Find(TaskKey::Of(status)) != nullptr;
+  });
+  return hello;
+}
+
+void TaskSupervisor::ReapEnded() {
+  std::vector<std::unique_ptr<TaskRun>> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = runs_.begin(); it != runs_.end();) {
+      if (it->second->ended()) {
+        ended.push_back(std::move(it->second));
+        it = runs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  ended.clear();  // joins their threads, outside the lock
+}
+
+void TaskSupervisor::StopAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closing_ = true;
+  for (auto& [key, run] : runs_) {
+    if (!run->ended()) run->Stop(options_.stop_grace);
+  }
+}
+
+bool TaskSupervisor::AnyActive() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.AnyActive().has_value();
+}
+
+void TaskSupervisor::SetStatusLocked(const geotrain::v1::TaskStatus& status) {
+  table_.Update(status);
+  outbox_->PushStatus(status);
+}
+
+void TaskSupervisor::OnStep(const TaskKey& key, const geotrain::v1::StepReport& report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (const geotrain::v1::TaskStatus* current = table_.Find(key)) {
+    geotrain::v1::TaskStatus status = *current;
+    status.set_last_step(std::max(status.last_step(), report.step()));
+    if (status.state() == geotrain::v1::TASK_STATE_STARTING) {
+      status.set_state(geotrain::v1::TASK_STATE_RUNNING);
+      spdlog::info("task {} running (first step {})", key.Describe(), report.step());
+      SetStatusLocked(status);
+    } else {
+      table_.Update(status);  // the newest step travels in the step reports themselves
+    }
+  }
+  outbox_->PushStep(report);
+}
+
+void TaskSupervisor::OnLog(const geotrain::v1::LogLine& line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  geotrain::v1::LogLine stamped = line;
+  stamped.set_worker_id(worker_id_);
+  outbox_->PushLog(std::move(stamped));
+}
+
+void TaskSupervisor::OnEnd(const geotrain::v1::TaskStatus& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TaskKey key = TaskKey::Of(status);
+    const auto state = geotrain::v1::TaskState_Name(status.state());
+    if (status.state() == geotrain::v1::TASK_STATE_FAILED) {
+      spdlog::warn("task {} {} (exit code {}{}): {}", key.Describe(), state, status.exit_code(),
+                   status.permanent() ? ", permanent" : "", status.message());
+    } else {
+      spdlog::info("task {} {} after step {}", key.Describe(), state, status.last_step());
+    }
+    SetStatusLocked(status);
+  }
+  if (on_task_end_) on_task_end_();
+}
+
+}  // namespace geotrain::worker

@@ -1,0 +1,41 @@
+// The command lines of geotrain-worker: the daemon's flags and the hidden `task` subcommand's,
+// declared on a CLI::App and checked afterwards, every error naming the flag and the reason.
+//
+//   geotrain-worker --coordinator HOST:PORT --advertise ADDR --region NAME --work-dir DIR
+//       [--data-root DIR] [--threads N] [--stop-grace-seconds S] [--port-min P --port-max P]
+//       [--log-level info]
+//   geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR [--threads N]
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "common/status.h"
+#include "worker/task_command.h"
+
+namespace geotrain::worker {
+
+struct DaemonFlags {
+  std::string coordinator;
+  std::string advertise;
+  std::string region;
+  std::string work_dir;
+  std::string data_root;  // empty: the current directory
+  int threads = 0;
+  double stop_grace_seconds = 5;
+  int port_min = 0;
+  int port_max = 0;
+  std::string log_level = "info";
+};
+
+void AddDaemonFlags(CLI::App* app, DaemonFlags* flags);
+// Checks the values; makes work_dir (created if missing) and data_root absolute.
+Status FinishDaemonFlags(DaemonFlags* flags);
+
+void AddTaskFlags(CLI::App* app, TaskCommandOptions* options);
+Status CheckTaskFlags(const TaskCommandOptions& options);
+
+// "--coordinator: \"x\" is not HOST:PORT ..." or OK.
+Status CheckHostPort(const std::string& flag, const std::string& value);
+
+}  // namespace geotrain::worker
