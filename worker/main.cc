@@ -21,6 +21,7 @@
 #include "worker/capabilities.h"
 #include "worker/outbox.h"
 #include "worker/task_command.h"
+#include "worker/task_end.h"
 #include "worker/task_supervisor.h"
 #include "worker/wakeup.h"
 #include "worker/worker_flags.h"
@@ -40,6 +41,7 @@ int ParseError(const CLI::App& app, const CLI::ParseError& e) {
 int TaskMain(int argc, char** argv) {
   // No colours: the daemon reads these lines from a pipe and forwards them.
   spdlog::set_default_logger(spdlog::stderr_logger_mt("geotrain-task"));
+  spdlog::set_pattern(geotrain::worker::kTaskLogPattern);
   CLI::App app{"geotrain-worker task: one training task (started by the daemon)"};
   TaskCommandOptions options;
   AddTaskFlags(&app, &options);

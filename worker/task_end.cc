@@ -8,12 +8,11 @@ namespace {
 // Messages go to the coordinator's database and the CLI; one line of reasonable size is enough.
 constexpr size_t kMaxMessageBytes = 2000;
 
-// spdlog's default pattern: "[2024-05-01 12:00:00.123] [logger] [error] text".
+// The task's log pattern (kTaskLogPattern): "[error] text".
 bool ErrorText(const std::string& line, std::string* text) {
-  for (const char* level : {"] [error] ", "] [critical] "}) {
-    const size_t at = line.find(level);
-    if (at != std::string::npos && line.front() == '[') {
-      *text = line.substr(at + strlen(level));
+  for (const char* level : {"[error] ", "[critical] "}) {
+    if (line.rfind(level, 0) == 0) {
+      *text = line.substr(strlen(level));
       return true;
     }
   }

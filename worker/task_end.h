@@ -15,8 +15,12 @@
 
 namespace geotrain::worker {
 
+// The spdlog pattern of the task process: level and text only, since the daemon stamps every line
+// it forwards with the time, the worker and the rank.
+constexpr char kTaskLogPattern[] = "[%l] %v";
+
 // Follows a child's stderr and keeps what best explains a failure: the newest line logged at
-// error or critical level (spdlog's "[time] [name] [error] text" gives "text"), else the newest
+// error or critical level (kTaskLogPattern's "[error] text" gives "text"), else the newest
 // non-empty line. Not thread-safe; fed by one task's monitor thread.
 class StderrErrors {
  public:

@@ -47,7 +47,7 @@ TEST(TaskRunTest, TurnsTheChildsOutputIntoReportsLinesAndAnEnd) {
       "echo 'starting'; "
       "echo '{\"step\": 1, \"lr\": 0.5, \"loss\": 2.0}'; "
       "echo '{\"step\": \"two\"}'; "
-      "echo '[2024-05-01 12:00:00.000] [geotrain-task] [error] rank 5: peer 4 vanished' >&2; "
+      "echo '[error] rank 5: peer 4 vanished' >&2; "
       "echo '{\"step\": 2, \"lr\": 0.25}'; "
       "echo 'bye' >&2; exit 1";
   auto run = TaskRun::Start(kKey, Sh(script), dir.File("task.log"), reports.Callbacks());

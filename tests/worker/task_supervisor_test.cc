@@ -165,7 +165,7 @@ TEST_F(TaskSupervisorTest, RunsAnAssignmentAndReportsItsLife) {
 
 TEST_F(TaskSupervisorTest, FailureCarriesTheExitCodeAndPermanence) {
   StartSupervisor(
-      "echo '[2024-01-01 00:00:00.000] [geotrain-task] [error] model.dir: missing' >&2\n"
+      "echo '[error] model.dir: missing' >&2\n"
       "exit 2");
   supervisor_->Handle(Assign(MakeAssignment("job-2", 1, 0)));
   WaitUntilIdle();
