@@ -9,9 +9,6 @@
 
 namespace geotrain::cli {
 
-// "NOT_FOUND" for grpc::StatusCode::NOT_FOUND.
-std::string GrpcCodeName(grpc::StatusCode code);
-
 // Codes geotrain::Status has keep their meaning. UNIMPLEMENTED, PERMISSION_DENIED,
 // UNAUTHENTICATED and ALREADY_EXISTS become FailedPrecondition (retrying cannot help); CANCELLED,
 // UNKNOWN, ABORTED and INTERNAL become Internal (a broken stream reports them, so a follower may

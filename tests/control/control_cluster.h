@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/files_and_ports.h"
 #include "tests/testing/temp_dir.h"
 
 extern char** environ;
@@ -37,28 +38,8 @@ namespace geotrain::control::testing {
 using Args = std::vector<std::string>;
 using Clock = std::chrono::steady_clock;
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A loopback port nobody listened on a moment ago.
-inline int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
+using ::geotrain::testing::FreeLoopbackPort;
+using ::geotrain::testing::ReadFile;
 
 // Polls `done` every 50 ms; false when `timeout` passed first.
 inline bool WaitUntil(const std::function<bool()>& done, std::chrono::seconds timeout) {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/testing/files_and_ports.h"
 #include "worker/task_process.h"
 
 namespace geotrain::worker::testing {
@@ -37,12 +38,7 @@ inline bool Eventually(const std::function<bool()>& done) {
   return true;
 }
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+using ::geotrain::testing::ReadFile;
 
 // Everything one TaskProcess reported, safe to read from the test thread.
 class ProcessOutput {

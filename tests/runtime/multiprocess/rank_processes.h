@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "runtime/stage_assignment.h"
+#include "tests/testing/files_and_ports.h"
 
 extern char** environ;
 
@@ -45,28 +46,8 @@ constexpr int kWorld = kStages * kReplicas;  // rank = replica * kStages + stage
 
 using Args = std::vector<std::string>;
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A loopback port nobody listened on a moment ago (bind port 0, read it, close).
-inline int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
+using ::geotrain::testing::FreeLoopbackPort;
+using ::geotrain::testing::ReadFile;
 
 class RankProcesses {
  public:
