@@ -375,6 +375,36 @@ std::vector<v1::Job> CoordinatorCore::ListJobs(bool include_finished) const {
   return jobs;
 }
 
+JobWindow CoordinatorCore::ListJobWindow(size_t finished_limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobWindow window;
+  std::vector<const v1::Job*> ordered;  // submission order
+  ordered.reserve(job_order_.size());
+  std::vector<size_t> shown;     // positions in `ordered`
+  std::vector<size_t> finished;  // positions in `ordered`
+  for (const std::string& id : job_order_) {
+    const v1::Job& job = jobs_.at(id)->job;
+    ++window.count_by_state[job.state()];
+    (IsTerminalJobState(job.state()) ? finished : shown).push_back(ordered.size());
+    ordered.push_back(&job);
+  }
+  if (finished.size() > finished_limit) {
+    // Newest finish first; of two jobs finished in the same millisecond, the later submitted.
+    auto newer = [&](size_t a, size_t b) {
+      const int64_t fa = ordered[a]->finished_unix_ms();
+      const int64_t fb = ordered[b]->finished_unix_ms();
+      return fa != fb ? fa > fb : a > b;
+    };
+    std::nth_element(finished.begin(), finished.begin() + finished_limit, finished.end(), newer);
+    finished.resize(finished_limit);
+  }
+  shown.insert(shown.end(), finished.begin(), finished.end());
+  std::sort(shown.begin(), shown.end());
+  window.jobs.reserve(shown.size());
+  for (size_t position : shown) window.jobs.push_back(*ordered[position]);
+  return window;
+}
+
 StatusOr<v1::Job> CoordinatorCore::CancelJob(const std::string& job_id) {
   if (job_id.empty()) return InvalidArgument("job_id: empty");
   std::lock_guard<std::mutex> lock(mu_);

@@ -53,6 +53,14 @@ struct CoordinatorOptions {
   int64_t progress_persist_interval_ms = 250;
 };
 
+// What the metrics page shows of the jobs, read under one lock (ListJobWindow).
+struct JobWindow {
+  // Every unfinished job and the most recently finished ones, in submission order.
+  std::vector<v1::Job> jobs;
+  // Every job the coordinator keeps, finished ones included, by state.
+  std::map<v1::JobState, int64_t> count_by_state;
+};
+
 class CoordinatorCore {
  public:
   // Loads the stored state: workers start DISCONNECTED with a fresh heartbeat deadline, jobs keep
@@ -87,6 +95,12 @@ class CoordinatorCore {
   StatusOr<v1::Job> CancelJob(const std::string& job_id);
   std::vector<v1::Worker> ListWorkers(bool include_dead) const;
   v1::LinkMatrix GetLinks() const;
+
+  // --- The metrics page ---
+  // The unfinished jobs and the `finished_limit` most recently finished (by finish time, then
+  // submission), with the counts by state. Unlike ListJobs(true) it copies no record outside
+  // that window, so a scrape costs the same after thousands of finished jobs.
+  JobWindow ListJobWindow(size_t finished_limit) const;
 
   // --- Watching (WatchJob) ---
   // Increases on every job event, log line, state or progress change.

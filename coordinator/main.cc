@@ -1,13 +1,18 @@
 // geotrain-coordinator: the control plane's daemon. This file parses flags, wires a
-// CoordinatorServer and waits for SIGINT/SIGTERM. Exit codes: 0 after a clean shutdown, 1 when
-// the state directory cannot be used or the address cannot be bound, 2 for bad flags.
+// CoordinatorServer and its metrics page, and waits for SIGINT/SIGTERM. Exit codes: 0 after a
+// clean shutdown, 1 when the state directory cannot be used or an address cannot be bound, 2 for
+// bad flags.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 
+#include "common/metrics/metrics_endpoint.h"
+#include "coordinator/coordinator_metrics.h"
 #include "coordinator/server.h"
 
 namespace {
@@ -20,6 +25,18 @@ int Usage(const std::string& message) {
   return kExitUsage;
 }
 
+// HOST:PORT with a non-empty host and a port of 0-65535 (0: any free port).
+bool IsHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  const std::string port = address.substr(colon + 1);
+  if (port.empty() || port.size() > 5) return false;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+  }
+  return std::atoi(port.c_str()) <= 65535;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -27,6 +44,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   int64_t stop_timeout_seconds = 30;
   int64_t reattach_grace_seconds = 15;
+  std::string metrics_listen = "0.0.0.0:9400";
 
   CLI::App app{"geotrain-coordinator: plans, tracks and recovers geotrain training jobs"};
   app.add_option("--listen", options.listen_address, "HOST:PORT to serve gRPC on")
@@ -45,6 +63,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--reattach-grace-seconds", reattach_grace_seconds,
                  "after a restart, how long known workers get to reconnect before they are dead")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", metrics_listen,
+                 "HOST:PORT to serve Prometheus /metrics on; \"\" turns it off, port 0 picks one")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->capture_default_str();
@@ -74,6 +95,10 @@ int main(int argc, char** argv) {
   if (options.listen_address.rfind(':') == std::string::npos) {
     return Usage("--listen: \"" + options.listen_address + "\" is not HOST:PORT");
   }
+  if (!metrics_listen.empty() && !IsHostPort(metrics_listen)) {
+    return Usage("--metrics-listen: \"" + metrics_listen +
+                 "\" is not HOST:PORT (\"\" turns metrics off)");
+  }
   options.coordinator.stop_timeout_ms = stop_timeout_seconds * 1000;
   options.coordinator.reattach_grace_ms = reattach_grace_seconds * 1000;
 
@@ -94,13 +119,38 @@ int main(int argc, char** argv) {
     spdlog::error("{}", status.ToString());
     return status.code() == geotrain::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
+  // After the state store opened, so a directory another coordinator holds is reported as
+  // that, not as its metrics port being busy.
+  std::unique_ptr<geotrain::MetricsEndpoint> metrics;
+  if (!metrics_listen.empty()) {
+    auto endpoint = geotrain::MetricsEndpoint::Start(metrics_listen, "--metrics-listen");
+    if (!endpoint.ok()) {
+      const geotrain::Status& status = endpoint.status();
+      spdlog::error("{}", status.ToString());
+      return status.code() == geotrain::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+    }
+    metrics = std::move(*endpoint);
+  }
+  // Owned here, registered weakly: it lives exactly as long as main's scope.
+  const auto collectable =
+      std::make_shared<geotrain::coordinator::CoordinatorMetrics>(&(*server)->core());
+  if (metrics != nullptr) metrics->Register(collectable);
+
   spdlog::info("listening on {} (state in {})", (*server)->address(), options.state_dir);
-  // For scripts and tests: stdout carries this one line.
+  // For scripts and tests: stdout carries these lines, the gRPC address first.
   std::cout << "listening on " << (*server)->address() << std::endl;
+  if (metrics != nullptr) {
+    spdlog::info("metrics on {}", metrics->address());
+    std::cout << "metrics on " << metrics->address() << std::endl;
+  } else {
+    spdlog::info("metrics off (--metrics-listen \"\")");
+  }
 
   int signal = 0;
   sigwait(&signals, &signal);
   spdlog::info("received {}; shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  // The metrics page reads the core: stop serving it before the core goes.
+  metrics.reset();
   (*server)->Shutdown();
   spdlog::info("state written; bye");
   return 0;

@@ -45,6 +45,10 @@ class CoordinatorServer {
   const std::string& address() const { return address_; }
   int port() const { return port_; }
 
+  // The core, for read-only views beside the gRPC services (the metrics page). Valid until
+  // Shutdown(); whoever reads it must stop before then.
+  const CoordinatorCore& core() const { return *core_; }
+
   // Stops accepting, ends sessions and watches, stops the scheduler and closes the store (every
   // change already written; pending progress is flushed). Idempotent; not concurrently with
   // itself.

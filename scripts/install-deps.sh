@@ -11,11 +11,13 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread libgloo-dev libzstd-dev libxxhash-dev libspdlog-dev libfmt-dev
   # control plane
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libsqlite3-dev libssl-dev prometheus-cpp-dev
+  libsqlite3-dev libssl-dev prometheus-cpp-dev libcpp-httplib-dev
   # config, CLI and tests
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  # tools used by tests and the demo
-  iproute2 python3
+  # tools used by tests, the demo and the deploy kit's checks: Prometheus (the metrics
+  # integration test scrapes a live cluster; promtool checks deploy/prometheus), systemd-analyze
+  # (the units), gnuplot (the demo's loss curve), curl (the demo reads the metrics endpoints)
+  iproute2 python3 python3-yaml prometheus systemd gnuplot-nox curl
 )
 
 missing=()
@@ -39,4 +41,12 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# policy-rc.d: packages with services (prometheus) are installed for their programs only; their
+# services must not start on the build machine.
+policy=/usr/sbin/policy-rc.d
+own_policy=false
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && own_policy=true
+fi
+trap '[ "$own_policy" = true ] && rm -f "$policy"' EXIT
 apt-get install -y -qq --no-install-recommends "${missing[@]}"

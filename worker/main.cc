@@ -1,7 +1,7 @@
 // geotrain-worker: the worker daemon on each machine (worker/README.md). This file parses flags
 // and wires the parts; `geotrain-worker task ...` is the hidden subcommand each task child runs.
-// Exit codes: 0 after SIGINT/SIGTERM, 1 a local failure (worker id file), 2 bad flags; the task
-// child's are in task_command.h.
+// Exit codes: 0 after SIGINT/SIGTERM, 1 a local failure (worker id file, a metrics address that
+// cannot be bound), 2 bad flags; the task child's are in task_command.h.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -18,6 +18,7 @@
 #include <random>
 #include <thread>
 
+#include "common/metrics/metrics_endpoint.h"
 #include "worker/capabilities.h"
 #include "worker/outbox.h"
 #include "worker/task_command.h"
@@ -25,6 +26,7 @@
 #include "worker/task_supervisor.h"
 #include "worker/wakeup.h"
 #include "worker/worker_flags.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_session.h"
 
 namespace {
@@ -134,6 +136,25 @@ int DaemonMain(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("geotrain-worker"));
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
 
+  // Before registering, so a scrape can already tell a worker that cannot reach its coordinator
+  // (connected 0), and a busy port ends the daemon at once.
+  std::unique_ptr<WorkerMetrics> metrics;
+  std::unique_ptr<geotrain::MetricsEndpoint> metrics_endpoint;
+  if (!flags.metrics_listen.empty()) {
+    auto endpoint = geotrain::MetricsEndpoint::Start(flags.metrics_listen, "--metrics-listen");
+    if (!endpoint.ok()) {
+      spdlog::error("{}", endpoint.status().message());
+      return kExitFailure;
+    }
+    metrics_endpoint = std::move(endpoint).value();
+    metrics = std::make_unique<WorkerMetrics>();
+    metrics_endpoint->Register(metrics->registry());
+    std::cout << "metrics on " << metrics_endpoint->address() << std::endl;
+    spdlog::info("metrics on {}", metrics_endpoint->address());
+  } else {
+    spdlog::info("metrics off (--metrics-listen is empty)");
+  }
+
   CapabilityFlags capability_flags;
   capability_flags.advertise_address = flags.advertise;
   capability_flags.region = flags.region;
@@ -144,6 +165,7 @@ int DaemonMain(int argc, char** argv) {
   session_options.work_dir = flags.work_dir;
   session_options.capabilities = DetectCapabilities(capability_flags);
   session_options.backoff.seed = std::random_device{}();
+  session_options.metrics = metrics.get();
   spdlog::info("geotrain-worker {} on {} ({}, {} CPUs), work dir {}, data root {}", WorkerVersion(),
                session_options.capabilities.host(), session_options.capabilities.device_kind(),
                session_options.capabilities.cpu_count(), flags.work_dir, flags.data_root);
@@ -152,6 +174,7 @@ int DaemonMain(int argc, char** argv) {
   supervisor_options.coordinator = flags.coordinator;
   supervisor_options.advertise = flags.advertise;
   supervisor_options.work_dir = flags.work_dir;
+  supervisor_options.metrics = metrics.get();
   supervisor_options.data_root = flags.data_root;
   supervisor_options.threads = flags.threads;
   supervisor_options.stop_grace =

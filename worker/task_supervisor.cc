@@ -92,6 +92,7 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
   }
 
   table_.Add(key.Status(geotrain::v1::TASK_STATE_STARTING));
+  PublishTaskCountsLocked();
   outbox_->PushStatus(key.Status(geotrain::v1::TASK_STATE_STARTING));
   const fs::path dir = fs::path(options_.work_dir) / "tasks" / key.DirName();
   const std::string assignment_path = (dir / "assignment.pb").string();
@@ -117,7 +118,10 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
   process.cwd = options_.data_root;
 
   TaskRunCallbacks callbacks;
-  callbacks.on_step = [this, key](const geotrain::v1::StepReport& report) { OnStep(key, report); };
+  callbacks.on_step =
+      [this, key, placements = assignment.placements()](const geotrain::v1::StepReport& report) {
+        OnStep(key, report, placements);
+      };
   callbacks.on_log = [this](const geotrain::v1::LogLine& line) { OnLog(line); };
   callbacks.on_end = [this](const geotrain::v1::TaskStatus& status) { OnEnd(status); };
   StatusOr<std::unique_ptr<TaskRun>> run = TaskRun::Start(
@@ -130,6 +134,7 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
   spdlog::info("task {} started (pid {}, directory {})", key.Describe(), (*run)->pid(),
                dir.string());
   runs_[key] = std::move(run).value();
+  if (options_.metrics != nullptr) options_.metrics->TaskStarted(assignment.resume());
 }
 
 void TaskSupervisor::Stop(const geotrain::v1::StopOrder& order) {
@@ -205,10 +210,27 @@ bool TaskSupervisor::AnyActive() const {
 
 void TaskSupervisor::SetStatusLocked(const geotrain::v1::TaskStatus& status) {
   table_.Update(status);
+  PublishTaskCountsLocked();
   outbox_->PushStatus(status);
 }
 
-void TaskSupervisor::OnStep(const TaskKey& key, const geotrain::v1::StepReport& report) {
+void TaskSupervisor::PublishTaskCountsLocked() {
+  if (options_.metrics == nullptr) return;
+  int starting = 0;
+  int running = 0;
+  // Forgotten tasks are left out of the hello list, but only ended ones can be forgotten.
+  for (const geotrain::v1::TaskStatus& status : table_.HelloTasks()) {
+    starting += status.state() == geotrain::v1::TASK_STATE_STARTING;
+    running += status.state() == geotrain::v1::TASK_STATE_RUNNING;
+  }
+  options_.metrics->SetTaskCounts(starting, running);
+}
+
+void TaskSupervisor::OnStep(
+    const TaskKey& key, const geotrain::v1::StepReport& report,
+    const google::protobuf::RepeatedPtrField<geotrain::v1::Placement>& placements) {
+  // Outside the lock: the metrics need nothing of the supervisor's.
+  if (options_.metrics != nullptr) options_.metrics->OnStep(report, placements);
   std::lock_guard<std::mutex> lock(mu_);
   if (const geotrain::v1::TaskStatus* current = table_.Find(key)) {
     geotrain::v1::TaskStatus status = *current;

@@ -11,7 +11,8 @@
 // Threads: Handle, ReapEnded and StopAll run on the daemon's main thread (children are forked
 // there, and Linux kills a child whose forking thread ends, see task_process.h). Task callbacks
 // arrive on each child's monitor thread. One mutex guards the table, the runs and the worker id;
-// lock order: this mutex, then the outbox's. Hello may be called from any thread.
+// lock order: this mutex, then the outbox's (and the metrics', which is taken last by anyone).
+// Hello may be called from any thread.
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "worker/task_key.h"
 #include "worker/task_run.h"
 #include "worker/task_table.h"
+#include "worker/worker_metrics.h"
 
 namespace geotrain::worker {
 
@@ -38,6 +40,9 @@ struct SupervisorOptions {
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM -> SIGKILL
   std::string task_binary = "/proc/self/exe";  // the program run as `BINARY task ...`
   uint64_t task_log_cap_bytes = TaskLog::kDefaultCapBytes;
+  // Told about task starts, task states and every step report; null: no metrics. Must outlive
+  // the supervisor.
+  WorkerMetrics* metrics = nullptr;
 };
 
 class TaskSupervisor {
@@ -75,8 +80,11 @@ class TaskSupervisor {
   void Forget(const geotrain::v1::ForgetTask& forget);
   // Records `status` and queues it for the coordinator. Requires mu_.
   void SetStatusLocked(const geotrain::v1::TaskStatus& status);
-  // Callbacks of a run.
-  void OnStep(const TaskKey& key, const geotrain::v1::StepReport& report);
+  // Hands the table's STARTING and RUNNING counts to the metrics. Requires mu_.
+  void PublishTaskCountsLocked();
+  // Callbacks of a run; `placements` are its Assignment's (they name the peers in the metrics).
+  void OnStep(const TaskKey& key, const geotrain::v1::StepReport& report,
+              const google::protobuf::RepeatedPtrField<geotrain::v1::Placement>& placements);
   void OnLog(const geotrain::v1::LogLine& line);
   void OnEnd(const geotrain::v1::TaskStatus& status);
 

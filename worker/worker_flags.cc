@@ -33,9 +33,16 @@ void AddDaemonFlags(CLI::App* app, DaemonFlags* flags) {
   app->add_option("--log-level", flags->log_level,
                   "trace, debug, info, warn, error, critical or off")
       ->capture_default_str();
+  app->add_option("--metrics-listen", flags->metrics_listen,
+                  "serve Prometheus metrics on /metrics at HOST:PORT (port 0: any free port; "
+                  "\"\": no metrics)")
+      ->capture_default_str();
 }
 
-Status CheckHostPort(const std::string& flag, const std::string& value) {
+namespace {
+
+// HOST:PORT with the port in min_port..65535.
+Status CheckAddress(const std::string& flag, const std::string& value, int min_port) {
   const size_t colon = value.rfind(':');
   const std::string why = flag + ": \"" + value + "\" is not HOST:PORT";
   if (colon == std::string::npos || colon == 0) return InvalidArgument(why);
@@ -45,10 +52,21 @@ Status CheckHostPort(const std::string& flag, const std::string& value) {
     return InvalidArgument(why + " (the port must be a number)");
   }
   const int number = std::stoi(port);
-  if (number < 1 || number > 65535) {
-    return InvalidArgument(flag + ": port " + port + " is outside 1..65535");
+  if (number < min_port || number > 65535) {
+    return InvalidArgument(flag + ": port " + port + " is outside " + std::to_string(min_port) +
+                           "..65535");
   }
   return OkStatus();
+}
+
+}  // namespace
+
+Status CheckHostPort(const std::string& flag, const std::string& value) {
+  return CheckAddress(flag, value, 1);
+}
+
+Status CheckListenAddress(const std::string& flag, const std::string& value) {
+  return CheckAddress(flag, value, 0);
 }
 
 Status FinishDaemonFlags(DaemonFlags* flags) {
@@ -80,6 +98,9 @@ Status FinishDaemonFlags(DaemonFlags* flags) {
       flags->log_level != "off") {
     return InvalidArgument("--log-level: \"" + flags->log_level +
                            "\" is none of trace, debug, info, warn, error, critical, off");
+  }
+  if (!flags->metrics_listen.empty()) {
+    GEOTRAIN_RETURN_IF_ERROR(CheckListenAddress("--metrics-listen", flags->metrics_listen));
   }
 
   std::error_code ec;

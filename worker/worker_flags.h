@@ -3,7 +3,7 @@
 //
 //   geotrain-worker --coordinator HOST:PORT --advertise ADDR --region NAME --work-dir DIR
 //       [--data-root DIR] [--threads N] [--stop-grace-seconds S] [--port-min P --port-max P]
-//       [--log-level info]
+//       [--log-level info] [--metrics-listen HOST:PORT]
 //   geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR [--threads N]
 #pragma once
 
@@ -26,6 +26,8 @@ struct DaemonFlags {
   int port_min = 0;
   int port_max = 0;
   std::string log_level = "info";
+  // Where /metrics is served ("" : nowhere; port 0: any free port).
+  std::string metrics_listen = "0.0.0.0:9401";
 };
 
 void AddDaemonFlags(CLI::App* app, DaemonFlags* flags);
@@ -37,5 +39,7 @@ Status CheckTaskFlags(const TaskCommandOptions& options);
 
 // "--coordinator: \"x\" is not HOST:PORT ..." or OK.
 Status CheckHostPort(const std::string& flag, const std::string& value);
+// As CheckHostPort, for an address to listen on: port 0 (any free port) is allowed.
+Status CheckListenAddress(const std::string& flag, const std::string& value);
 
 }  // namespace geotrain::worker

@@ -109,6 +109,10 @@ StatusOr<geotrain::v1::RegisterResponse> WorkerSession::Register() {
     worker_id_ = response.worker_id();
   }
   supervisor_->SetWorkerId(worker_id_);
+  if (options_.metrics != nullptr) {
+    options_.metrics->SetIdentity(worker_id_, options_.capabilities.region(),
+                                  DeviceLabel(options_.capabilities.device_kind()));
+  }
   spdlog::info("registered with the coordinator at {} as worker {} (heartbeat every {} ms)",
                options_.coordinator, worker_id_, response.heartbeat_interval_ms());
   return response;
@@ -135,6 +139,7 @@ bool WorkerSession::RunSession(std::chrono::milliseconds heartbeat_interval) {
     return false;
   }
   spdlog::info("session open ({} task(s) reported in the hello)", tasks);
+  if (options_.metrics != nullptr) options_.metrics->SetConnected(true);
 
   std::thread reader([this, &stream] {
     geotrain::v1::CoordinatorMessage message;
@@ -212,6 +217,7 @@ bool WorkerSession::RunSession(std::chrono::milliseconds heartbeat_interval) {
       wakeup_->WaitUntil(deadline);
     }
   }
+  if (options_.metrics != nullptr) options_.metrics->SetConnected(false);
   context.TryCancel();
   reader.join();
   const grpc::Status status = stream->Finish();

@@ -30,6 +30,7 @@
 #include "worker/outbox.h"
 #include "worker/task_supervisor.h"
 #include "worker/wakeup.h"
+#include "worker/worker_metrics.h"
 
 namespace geotrain::worker {
 
@@ -43,6 +44,9 @@ struct SessionOptions {
   std::chrono::milliseconds close_timeout{2000};
   // Used when the coordinator's RegisterResponse names no heartbeat interval.
   std::chrono::milliseconds default_heartbeat{1000};
+  // Told the worker's identity after each registration and whether a session is up; null: no
+  // metrics. Must outlive the session.
+  WorkerMetrics* metrics = nullptr;
 };
 
 class WorkerSession {

@@ -194,7 +194,7 @@ class ControlCluster {
         Args{"--listen", address(), "--state-dir", dir() + "/state", "--heartbeat-interval-ms",
              std::to_string(options_.heartbeat_interval_ms), "--heartbeat-timeout-ms",
              std::to_string(options_.heartbeat_timeout_ms), "--stop-timeout-seconds",
-             std::to_string(options_.stop_timeout_seconds)},
+             std::to_string(options_.stop_timeout_seconds), "--metrics-listen", "127.0.0.1:0"},
         log);
     const bool serving = WaitUntil(
         [&] {
@@ -215,7 +215,7 @@ class ControlCluster {
         GEOTRAIN_WORKER_BINARY,
         Args{"--coordinator", address(), "--advertise", "127.0.0.1", "--region", region,
              "--work-dir", dir() + "/" + name, "--data-root", GEOTRAIN_SOURCE_DIR, "--threads",
-             "1"},
+             "1", "--metrics-listen", "127.0.0.1:0"},
         dir() + "/" + name));
     return *workers_.back();
   }

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "tests/testing/temp_dir.h"
+#include "tests/worker/metrics_text.h"
 #include "tests/worker/worker_test_util.h"
 #include "worker/assignment_file.h"
 
@@ -94,6 +95,7 @@ class TaskSupervisorTest : public ::testing::Test {
     options.threads = threads;
     options.stop_grace = stop_grace;
     options.task_binary = script_;
+    options.metrics = metrics_.get();
     supervisor_ = std::make_unique<TaskSupervisor>(options, &outbox_, nullptr);
     supervisor_->SetWorkerId("worker-5");
   }
@@ -105,6 +107,7 @@ class TaskSupervisorTest : public ::testing::Test {
 
   geotrain::testing::TempDir dir_;
   std::string script_;
+  std::unique_ptr<WorkerMetrics> metrics_;  // made before StartSupervisor to watch the metrics
   Outbox outbox_;
   std::unique_ptr<TaskSupervisor> supervisor_;
 };
@@ -269,6 +272,32 @@ TEST_F(TaskSupervisorTest, AProgramThatCannotStartIsAFailedTask) {
   EXPECT_EQ(delivered.statuses[1].state(), geotrain::v1::TASK_STATE_FAILED);
   EXPECT_NE(delivered.statuses[1].message().find("cannot execute"), std::string::npos);
   EXPECT_FALSE(supervisor_->AnyActive());
+}
+
+TEST_F(TaskSupervisorTest, TellsTheMetricsAboutStartsStatesAndSteps) {
+  metrics_ = std::make_unique<WorkerMetrics>();
+  StartSupervisor(std::string("echo '") + kStepLine + "'\nexec sleep 60");
+  geotrain::v1::Assignment assignment = MakeAssignment("job-1", 2, 0);
+  assignment.set_resume(true);
+  supervisor_->Handle(Assign(assignment));
+  auto value = [&](const std::string& name, const testing::SeriesLabels& labels) {
+    return testing::SeriesValue(testing::ScrapeText(*metrics_->registry()), name, labels);
+  };
+  ASSERT_TRUE(Eventually([&] {
+    return value("geotrain_worker_tasks", {{"state", "running"}}) == 1 &&
+           value("geotrain_steps_total", {{"stage", "0"}}) == 1;
+  }));
+  EXPECT_EQ(value("geotrain_worker_tasks", {{"state", "starting"}}), 0);
+  EXPECT_EQ(value("geotrain_task_starts_total", {{"resumed", "true"}}), 1);
+  EXPECT_EQ(value("geotrain_task_starts_total", {{"resumed", "false"}}), 0);
+  EXPECT_EQ(value("geotrain_loss", {{"stage", "0"}}), 4.5);
+
+  supervisor_->Handle(StopOrder("job-1", 2));
+  WaitUntilIdle();
+  EXPECT_EQ(value("geotrain_worker_tasks", {{"state", "running"}}), 0);
+  EXPECT_EQ(value("geotrain_worker_tasks", {{"state", "starting"}}), 0);
+  // The stage's series stay after its task ended.
+  EXPECT_EQ(value("geotrain_steps_total", {{"stage", "0"}}), 1);
 }
 
 }  // namespace

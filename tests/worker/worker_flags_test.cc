@@ -67,6 +67,10 @@ TEST(WorkerFlagsTest, BadValuesNameTheFlag) {
       {{"--log-level", "loud"}, "--log-level: \"loud\" is none of"},
       {{"--data-root", "/nonexistent/data"}, "--data-root: /nonexistent/data is not a directory"},
       {{"--region", ""}, "--region: empty"},
+      {{"--metrics-listen", "9401"}, "--metrics-listen: \"9401\" is not HOST:PORT"},
+      {{"--metrics-listen", ":9401"}, "--metrics-listen: \":9401\" is not HOST:PORT"},
+      {{"--metrics-listen", "0.0.0.0:"}, "--metrics-listen: \"0.0.0.0:\" is not HOST:PORT"},
+      {{"--metrics-listen", "0.0.0.0:99999"}, "--metrics-listen: port 99999 is outside 0..65535"},
   };
   for (const auto& [extra, message] : cases) {
     auto args = Required(dir.path());
@@ -86,6 +90,21 @@ TEST(WorkerFlagsTest, BadValuesNameTheFlag) {
     ASSERT_FALSE(status.ok()) << message;
     EXPECT_NE(status.message().find(message), std::string::npos)
         << "expected \"" << message << "\" in \"" << status.message() << "\"";
+  }
+}
+
+TEST(WorkerFlagsTest, MetricsListenDefaultsToPort9401AndMayBeOffOrAnyPort) {
+  geotrain::testing::TempDir dir;
+  DaemonFlags defaults;
+  ASSERT_TRUE(ParseDaemon(Required(dir.path()), &defaults).ok());
+  EXPECT_EQ(defaults.metrics_listen, "0.0.0.0:9401");
+  for (const std::string value : {"", "127.0.0.1:0", "[::1]:9500"}) {
+    DaemonFlags flags;
+    auto args = Required(dir.path());
+    args.insert(args.end(), {"--metrics-listen", value});
+    const Status status = ParseDaemon(args, &flags);
+    EXPECT_TRUE(status.ok()) << value << ": " << status.ToString();
+    EXPECT_EQ(flags.metrics_listen, value);
   }
 }
 

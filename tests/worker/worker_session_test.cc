@@ -12,6 +12,7 @@
 #include "coordinator/server.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/worker/metrics_text.h"
 #include "tests/worker/worker_test_util.h"
 #include "worker/worker_identity.h"
 
@@ -36,7 +37,8 @@ std::unique_ptr<coordinator::CoordinatorServer> StartCoordinator(const std::stri
 // A worker daemon's parts, its main loop on a thread of its own (which outlives its tasks).
 class Worker {
  public:
-  Worker(const std::string& coordinator, const std::string& work_dir, SupervisorOptions tasks)
+  Worker(const std::string& coordinator, const std::string& work_dir, SupervisorOptions tasks,
+         WorkerMetrics* metrics = nullptr)
       : outbox_(OutboxLimits{}, [this] { wakeup_.Notify(); }) {
     tasks.coordinator = coordinator;
     tasks.work_dir = work_dir;
@@ -50,6 +52,7 @@ class Worker {
     options.capabilities.set_cpu_count(1);
     options.backoff.initial = std::chrono::milliseconds(20);
     options.backoff.max = std::chrono::milliseconds(200);
+    options.metrics = metrics;
     session_ = std::make_unique<WorkerSession>(options, supervisor_.get(), &outbox_, &wakeup_);
     thread_ = std::thread([this] { status_ = session_->Run(); });
   }
@@ -171,6 +174,37 @@ TEST(WorkerSessionTest, ShutdownWhileTheCoordinatorIsUnreachableReturns) {
       std::chrono::milliseconds(100));  // a few attempts, not a timing check
   EXPECT_TRUE(worker.Stop().ok());
   EXPECT_FALSE(fs::exists(WorkerIdPath(dir.path())));
+}
+
+TEST(WorkerSessionTest, TellsTheMetricsWhoItIsAndWhetherTheSessionIsUp) {
+  geotrain::testing::TempDir dir;
+  auto server = StartCoordinator(dir.File("state"), 0);
+  ASSERT_NE(server, nullptr);
+  const std::string work_dir = dir.File("work");
+  fs::create_directories(work_dir);
+  WorkerMetrics metrics;
+  auto connected = [&] {
+    return testing::SeriesValue(testing::ScrapeText(*metrics.registry()),
+                                "geotrain_worker_connected");
+  };
+  EXPECT_EQ(connected(), 0);
+
+  SupervisorOptions tasks;
+  tasks.data_root = dir.path();
+  tasks.task_binary = "/bin/false";
+  Worker worker("127.0.0.1:" + std::to_string(server->port()), work_dir, tasks, &metrics);
+  ASSERT_TRUE(Eventually([&] { return connected() == 1; }));
+  auto id = LoadWorkerId(WorkerIdPath(work_dir));
+  ASSERT_TRUE(id.ok() && !id->empty());
+  EXPECT_EQ(testing::SeriesValue(testing::ScrapeText(*metrics.registry()), "geotrain_worker_info",
+                                 {{"worker", *id}, {"region", "test-region"}, {"device", "cpu"}}),
+            1);
+
+  // The coordinator goes away: the session is down until it comes back.
+  server->Shutdown();
+  server.reset();
+  EXPECT_TRUE(Eventually([&] { return connected() == 0; }));
+  EXPECT_TRUE(worker.Stop().ok());
 }
 
 // Submission to success through the coordinator, with the real task child.

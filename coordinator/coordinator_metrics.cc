@@ -1,0 +1,161 @@
+#include "coordinator/coordinator_metrics.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "coordinator/job_state_machine.h"
+
+namespace geotrain::coordinator {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+struct WorkerStateLabel {
+  v1::WorkerState state;
+  const char* name;
+};
+// Every state a registered worker can be in: each gets a series, 0 when no worker is in it.
+constexpr WorkerStateLabel kWorkerStates[] = {
+    {v1::WORKER_STATE_IDLE, "idle"},
+    {v1::WORKER_STATE_BUSY, "busy"},
+    {v1::WORKER_STATE_DISCONNECTED, "disconnected"},
+    {v1::WORKER_STATE_DEAD, "dead"},
+};
+
+constexpr v1::JobState kJobStates[] = {
+    v1::JOB_STATE_QUEUED,     v1::JOB_STATE_PLACING,   v1::JOB_STATE_RUNNING,
+    v1::JOB_STATE_RECOVERING, v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED,
+    v1::JOB_STATE_CANCELLED,
+};
+
+// The `kind` label of the byte counters and where JobProgress keeps each kind's totals.
+struct TrafficKindBytes {
+  const char* kind;
+  uint64_t (v1::JobProgress::*raw)() const;
+  uint64_t (v1::JobProgress::*wire)() const;
+};
+const TrafficKindBytes kTrafficKinds[] = {
+    {"activation", &v1::JobProgress::raw_bytes_forward, &v1::JobProgress::wire_bytes_forward},
+    {"gradient", &v1::JobProgress::raw_bytes_backward, &v1::JobProgress::wire_bytes_backward},
+    {"data_parallel", &v1::JobProgress::raw_bytes_dp, &v1::JobProgress::wire_bytes_dp},
+    {"embedding", &v1::JobProgress::raw_bytes_embedding, &v1::JobProgress::wire_bytes_embedding},
+};
+
+MetricFamily Family(const char* name, const char* help, MetricType type) {
+  MetricFamily family;
+  family.name = name;
+  family.help = help;
+  family.type = type;
+  return family;
+}
+
+// One series of `family`, as a gauge or a counter according to the family's type.
+void Add(MetricFamily& family, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  if (family.type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  family.metric.push_back(std::move(metric));
+}
+
+MetricFamily WorkerCounts(const std::vector<v1::Worker>& workers) {
+  MetricFamily family =
+      Family("geotrain_coordinator_workers", "Registered workers by state", MetricType::Gauge);
+  for (const WorkerStateLabel& state : kWorkerStates) {
+    int64_t count = 0;
+    for (const v1::Worker& worker : workers) count += worker.state() == state.state ? 1 : 0;
+    Add(family, {{"state", state.name}}, static_cast<double>(count));
+  }
+  return family;
+}
+
+MetricFamily JobCounts(const std::map<v1::JobState, int64_t>& count_by_state) {
+  MetricFamily family = Family("geotrain_coordinator_jobs", "Jobs by state", MetricType::Gauge);
+  for (v1::JobState state : kJobStates) {
+    const auto it = count_by_state.find(state);
+    Add(family, {{"state", JobStateName(state)}},
+        static_cast<double>(it == count_by_state.end() ? 0 : it->second));
+  }
+  return family;
+}
+
+}  // namespace
+
+std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker>& workers,
+                                                    const JobWindow& jobs) {
+  MetricFamily info =
+      Family("geotrain_job_info", "1 per job; the labels name it and its state", MetricType::Gauge);
+  MetricFamily step = Family("geotrain_job_step", "Steps every rank completed", MetricType::Gauge);
+  MetricFamily total_steps =
+      Family("geotrain_job_total_steps", "training.steps (0 while unknown)", MetricType::Gauge);
+  MetricFamily loss =
+      Family("geotrain_job_loss", "Training loss of the newest complete step", MetricType::Gauge);
+  MetricFamily eval_loss =
+      Family("geotrain_job_eval_loss", "Newest evaluation loss (absent before the first)",
+             MetricType::Gauge);
+  MetricFamily tokens_per_second =
+      Family("geotrain_job_tokens_per_second",
+             "Tokens per second over the recent steps, all replicas", MetricType::Gauge);
+  MetricFamily wire_bytes_per_second =
+      Family("geotrain_job_wire_bytes_per_second",
+             "Bytes on the wire per second, all ranks, recent steps", MetricType::Gauge);
+  MetricFamily step_seconds =
+      Family("geotrain_job_step_seconds", "Recent mean step time", MetricType::Gauge);
+  MetricFamily raw_bytes =
+      Family("geotrain_job_raw_bytes_total", "Bytes before compression sent by every rank",
+             MetricType::Counter);
+  MetricFamily wire_bytes = Family("geotrain_job_wire_bytes_total",
+                                   "Bytes on the wire sent by every rank", MetricType::Counter);
+  MetricFamily checkpoint_step =
+      Family("geotrain_job_checkpoint_step", "Newest checkpoint every rank wrote (0: none)",
+             MetricType::Gauge);
+  MetricFamily restarts =
+      Family("geotrain_job_restarts_total", "Re-placements after failures", MetricType::Counter);
+  MetricFamily steps_lost = Family("geotrain_job_steps_lost_total",
+                                   "Steps done and lost to failures", MetricType::Counter);
+
+  for (const v1::Job& job : jobs.jobs) {
+    const v1::JobProgress& progress = job.progress();
+    const ClientMetric::Label id{"job_id", job.id()};
+    Add(info, {id, {"name", job.name()}, {"state", JobStateName(job.state())}}, 1);
+    Add(step, {id}, static_cast<double>(progress.step()));
+    Add(total_steps, {id}, static_cast<double>(progress.total_steps()));
+    // Before its first complete step a job has no loss; a 0 would pull every loss panel down.
+    if (progress.step() > 0) Add(loss, {id}, progress.loss());
+    if (progress.eval_step() > 0) Add(eval_loss, {id}, progress.eval_loss());
+    Add(tokens_per_second, {id}, progress.tokens_per_second());
+    Add(wire_bytes_per_second, {id}, progress.wire_bytes_per_second());
+    Add(step_seconds, {id}, progress.step_seconds());
+    for (const TrafficKindBytes& kind : kTrafficKinds) {
+      Add(raw_bytes, {id, {"kind", kind.kind}}, static_cast<double>((progress.*kind.raw)()));
+      Add(wire_bytes, {id, {"kind", kind.kind}}, static_cast<double>((progress.*kind.wire)()));
+    }
+    Add(checkpoint_step, {id}, static_cast<double>(progress.checkpoint_step()));
+    Add(restarts, {id}, job.restarts());
+    Add(steps_lost, {id}, static_cast<double>(job.steps_lost()));
+  }
+
+  std::vector<MetricFamily> families;
+  families.reserve(16);
+  families.push_back(WorkerCounts(workers));
+  families.push_back(JobCounts(jobs.count_by_state));
+  for (MetricFamily* family :
+       {&info, &step, &total_steps, &loss, &eval_loss, &tokens_per_second, &wire_bytes_per_second,
+        &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step, &restarts, &steps_lost}) {
+    families.push_back(std::move(*family));
+  }
+  return families;
+}
+
+std::vector<MetricFamily> CoordinatorMetrics::Collect() const {
+  return CoordinatorMetricFamilies(core_->ListWorkers(/*include_dead=*/true),
+                                   core_->ListJobWindow(kMetricsFinishedJobs));
+}
+
+}  // namespace geotrain::coordinator
