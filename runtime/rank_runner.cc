@@ -38,6 +38,31 @@ class ScopedDirectory {
   std::string path_;
 };
 
+nlohmann::json PhasesJson(const StepPhases& p) {
+  return {{"forward", p.forward}, {"backward", p.backward}, {"encode", p.encode},
+          {"decode", p.decode},   {"send", p.send},         {"recv", p.recv},
+          {"sync", p.sync},       {"optimizer", p.optimizer}, {"data", p.data},
+          {"eval", p.eval},       {"checkpoint", p.checkpoint}};
+}
+
+nlohmann::json TrafficJson(const std::vector<LinkTraffic>& traffic) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const LinkTraffic& t : traffic) {
+    nlohmann::json entry = {{"peer_stage", t.peer_stage},
+                            {"peer_replica", t.peer_replica},
+                            {"kind", TrafficKindName(t.kind)},
+                            {"direction", t.sent ? "sent" : "received"},
+                            {"raw_bytes", t.raw_bytes},
+                            {"wire_bytes", t.wire_bytes},
+                            {"seconds", t.seconds},
+                            {"bits", t.bits},
+                            {"relative_error", t.relative_error}};
+    if (t.latency_seconds) entry["latency_seconds"] = *t.latency_seconds;
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
 }  // namespace
 
 nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& r) {
@@ -52,6 +77,8 @@ nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResul
       {"compressed", r.compressed},
       {"checkpointed", r.checkpointed},
       {"forward_relative_error", r.forward_relative_error},
+      {"backward_relative_error", r.backward_relative_error},
+      {"tokens", r.tokens},
       {"step_seconds", r.step_seconds},
       {"compute_seconds", r.compute_seconds},
       {"codec_seconds", r.codec_seconds},
@@ -64,6 +91,8 @@ nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResul
         {"backward", r.wire_bytes.backward},
         {"dp", r.wire_bytes.dp},
         {"embedding", r.wire_bytes.embedding}}},
+      {"phases", PhasesJson(r.phases)},
+      {"traffic", TrafficJson(r.traffic)},
   };
   if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
   if (r.eval_loss) line["eval_loss"] = *r.eval_loss;

@@ -189,6 +189,8 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   runtime->trace_ = std::make_unique<TraceWriter>(
       assignment.training.profile_path, assignment.global_rank(),
       "stage " + std::to_string(s) + " replica " + std::to_string(assignment.dp_rank));
+  runtime->traffic_meter_ =
+      std::make_unique<StepTrafficMeter>(runtime->assignment_, runtime->links_);
   if (runtime->trace_->enabled()) {
     for (TensorSender* sender : {runtime->to_next_.get(), runtime->to_prev_.get()}) {
       if (sender) sender->set_trace(runtime->trace_.get());
@@ -223,6 +225,12 @@ const at::Tensor* StageRuntime::TiedEmbedding() const {
 }
 
 StatusOr<StepResult> StageRuntime::Step() {
+  GEOTRAIN_ASSIGN_OR_RETURN(StepResult result, TrainStep());
+  MeasureTraffic(&result);
+  return result;
+}
+
+StatusOr<StepResult> StageRuntime::TrainStep() {
   const Clock::time_point start = Clock::now();
   StepResult result;
   GEOTRAIN_RETURN_IF_ERROR(RunSchedule(&result));
@@ -232,10 +240,30 @@ StatusOr<StepResult> StageRuntime::Step() {
   return result;
 }
 
+void StageRuntime::MeasureTraffic(StepResult* result) {
+  const CompressionSettings& compression = assignment_.compression;
+  // The step's codecs; an evaluation in the same period sends float32 whatever they are.
+  const bool compressed = result->compressed;
+  TrafficPeriod period;
+  period.activation_bits = compressed ? CodecBits(compression.forward) : 32;
+  period.gradient_bits = compressed ? CodecBits(compression.backward) : 32;
+  period.data_parallel_bits =
+      compressed ? DataParallelBits(compression.data_parallel, assignment_.stage) : 32;
+  period.embedding_bits =
+      compressed && compressed_embedding_ ? CodecBits(compression.data_parallel.codec) : 32;
+  period.activation_relative_error = result->forward_relative_error;
+  period.gradient_relative_error = result->backward_relative_error;
+  period.data_parallel = data_parallel_->traffic();
+  period.embedding = embedding_traffic_;
+  traffic_meter_->Measure(period, &result->traffic);
+}
+
 Status StageRuntime::RunSchedule(StepResult* result) {
   const bool compress = CompressionActive(step_);
   result->step = step_ + 1;
   result->compressed = compress;
+  result->tokens = assignment_.training.micro_batches * assignment_.training.micro_batch_size *
+                   assignment_.data.seq_length;
   const LinkTotals sent_next = TotalsOf(to_next_);
   const LinkTotals sent_prev = TotalsOf(to_prev_);
   const LinkTotals got_prev = TotalsOf(from_prev_);
@@ -243,22 +271,25 @@ Status StageRuntime::RunSchedule(StepResult* result) {
   const Clock::time_point start = Clock::now();
 
   std::vector<MicroBatch> batches(static_cast<size_t>(assignment_.training.micro_batches));
+  StepPhases& phases = result->phases;
   if (assignment_.is_first_stage()) {
+    const Clock::time_point reading = Clock::now();
     for (MicroBatch& mb : batches) {
       GEOTRAIN_ASSIGN_OR_RETURN(models::data::Batch batch, data_->NextTrain());
       mb.tokens = TrainingData::BatchTokens(batch, assignment_.data.seq_length);
       mb.sample_ids = std::move(batch.sample_ids);
     }
+    phases.data += SecondsSince(reading);
   }
   double loss_sum = 0;
   for (const PipelineOp& op : schedule_) {
     if (op.kind == PipelineOp::Kind::kForward) {
-      GEOTRAIN_RETURN_IF_ERROR(Forward(op.micro_batch, batches, compress));
+      GEOTRAIN_RETURN_IF_ERROR(Forward(op.micro_batch, batches, compress, &phases));
       if (assignment_.is_last_stage()) {
         loss_sum += batches[op.micro_batch].output.item<double>();
       }
     } else {
-      GEOTRAIN_RETURN_IF_ERROR(Backward(op.micro_batch, op.epilogue, batches, compress));
+      GEOTRAIN_RETURN_IF_ERROR(Backward(op.micro_batch, op.epilogue, batches, compress, &phases));
     }
   }
   GEOTRAIN_RETURN_IF_ERROR(FlushSends());
@@ -273,6 +304,11 @@ Status StageRuntime::RunSchedule(StepResult* result) {
   result->raw_bytes.backward = bwd.raw_bytes;
   result->wire_bytes.backward = bwd.wire_bytes;
   result->forward_relative_error = fwd.frames ? fwd.relative_error_sum / fwd.frames : 0;
+  result->backward_relative_error = bwd.frames ? bwd.relative_error_sum / bwd.frames : 0;
+  phases.encode = fwd.codec_seconds + bwd.codec_seconds;
+  phases.decode = in_prev.codec_seconds + in_next.codec_seconds;
+  phases.send = fwd.wait_seconds + bwd.wait_seconds;
+  phases.recv = in_prev.wait_seconds + in_next.wait_seconds;
   result->codec_seconds =
       fwd.codec_seconds + bwd.codec_seconds + in_prev.codec_seconds + in_next.codec_seconds;
   result->comm_seconds =
@@ -281,32 +317,42 @@ Status StageRuntime::RunSchedule(StepResult* result) {
   return OkStatus();
 }
 
-Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, bool compress) {
+Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, bool compress,
+                             StepPhases* phases) {
   MicroBatch& mb = batches[micro_batch];
   const uint64_t step = static_cast<uint64_t>(step_);
+  at::Tensor received;  // receiving and decoding count in the link's totals, not here
+  if (!assignment_.is_first_stage()) {
+    MicroBatchHeader header;
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        received, from_prev_->Recv(MessageKind::kActivation, step, micro_batch, &header));
+    mb.sample_ids = std::move(header.sample_ids);
+  }
+  const Clock::time_point start = Clock::now();
   at::Tensor input;
   if (assignment_.is_first_stage()) {
     input = mb.tokens;
   } else {
-    MicroBatchHeader header;
-    GEOTRAIN_ASSIGN_OR_RETURN(
-        at::Tensor received,
-        from_prev_->Recv(MessageKind::kActivation, step, micro_batch, &header));
-    mb.sample_ids = std::move(header.sample_ids);
     mb.input = received.to(stage_->dtype()).requires_grad_(true);
     input = decoder_ ? ApplyLinear(mb.input, decoder_->tensor) : mb.input;
   }
-  const Clock::time_point start = Clock::now();
   GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input));
   if (assignment_.is_last_stage()) {
+    const Clock::time_point reading = Clock::now();
     GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels, data_->TrainTokens(mb.sample_ids));
+    const double data_seconds = SecondsSince(reading);
     GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
     mb.output = loss / static_cast<double>(assignment_.training.micro_batches);
-    trace_->Complete("forward", "compute", start, Clock::now(), {{"micro_batch", micro_batch}});
+    const Clock::time_point end = Clock::now();
+    phases->data += data_seconds;
+    phases->forward += std::chrono::duration<double>(end - start).count() - data_seconds;
+    trace_->Complete("forward", "compute", start, end, {{"micro_batch", micro_batch}});
     return OkStatus();
   }
   mb.output = encoder_ ? ApplyLinear(output, encoder_->tensor) : output;
-  trace_->Complete("forward", "compute", start, Clock::now(), {{"micro_batch", micro_batch}});
+  const Clock::time_point end = Clock::now();
+  phases->forward += std::chrono::duration<double>(end - start).count();
+  trace_->Complete("forward", "compute", start, end, {{"micro_batch", micro_batch}});
   MicroBatchHeader header{MessageKind::kActivation, step, static_cast<uint32_t>(micro_batch),
                           mb.sample_ids};
   return to_next_->Send(header, mb.output.detach(), compress)
@@ -314,17 +360,18 @@ Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, 
 }
 
 Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches,
-                              bool compress) {
+                              bool compress, StepPhases* phases) {
   MicroBatch& mb = batches[micro_batch];
   const uint64_t step = static_cast<uint64_t>(step_);
-  at::Tensor gradient;
+  at::Tensor received;  // receiving and decoding count in the link's totals, not here
   if (!assignment_.is_last_stage()) {
     MicroBatchHeader header;
-    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor received,
+    GEOTRAIN_ASSIGN_OR_RETURN(received,
                               from_next_->Recv(MessageKind::kGradient, step, micro_batch, &header));
-    gradient = received.to(mb.output.scalar_type());
   }
   const Clock::time_point start = Clock::now();
+  const at::Tensor gradient =
+      received.defined() ? received.to(mb.output.scalar_type()) : at::Tensor();
   try {
     if (gradient.defined()) {
       mb.output.backward(gradient);
@@ -335,7 +382,9 @@ Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroB
     return Internal("backward of micro-batch " + std::to_string(micro_batch) + ": " +
                     e.what_without_backtrace());
   }
-  trace_->Complete("backward", "compute", start, Clock::now(), {{"micro_batch", micro_batch}});
+  const Clock::time_point end = Clock::now();
+  phases->backward += std::chrono::duration<double>(end - start).count();
+  trace_->Complete("backward", "compute", start, end, {{"micro_batch", micro_batch}});
   if (!assignment_.is_first_stage()) {
     const bool compress_this =
         compress && (!assignment_.compression.backward_epilogue_only || epilogue);
@@ -375,10 +424,13 @@ Status StageRuntime::SynchronizeGradients(StepResult* result) {
   if (const at::Tensor* embedding = TiedEmbedding()) {
     const uint64_t raw = 4 * static_cast<uint64_t>(embedding->numel());
     if (compress && compressed_embedding_) {
-      result->raw_bytes.embedding += raw;
+      uint64_t wire = 0;
       GEOTRAIN_RETURN_IF_ERROR(compressed_embedding_->Sync(*links_.embedding, *embedding, step_,
-                                                           timeout(),
-                                                           &result->wire_bytes.embedding));
+                                                           timeout(), &wire));
+      result->raw_bytes.embedding += raw;
+      result->wire_bytes.embedding += wire;
+      embedding_traffic_.raw_bytes += raw;
+      embedding_traffic_.wire_bytes += wire;
     } else {
       const bool fused = UsesFusedEmbeddingGroup(assignment_);
       GEOTRAIN_RETURN_IF_ERROR(SyncTiedEmbeddingGradient(
@@ -388,6 +440,8 @@ Status StageRuntime::SynchronizeGradients(StepResult* result) {
       const uint64_t sent = 2 * (n - 1) * raw / n;
       result->raw_bytes.embedding += sent;
       result->wire_bytes.embedding += sent;
+      embedding_traffic_.raw_bytes += sent;
+      embedding_traffic_.wire_bytes += sent;
     }
   }
   GEOTRAIN_RETURN_IF_ERROR(data_parallel_->BeforeClip(step_, compress).WithContext(DataParallelErrorContext()));
@@ -397,8 +451,11 @@ Status StageRuntime::SynchronizeGradients(StepResult* result) {
   result->grad_norm = std::sqrt(*total);
   const double coefficient = ClipCoefficient(result->grad_norm, assignment_.optimizer.max_grad_norm);
   if (coefficient < 1) ScaleGrads(parameters_, coefficient);
-  result->comm_seconds += SecondsSince(start);
-  trace_->Complete("sync gradients", "sync", start, Clock::now());
+  const Clock::time_point end = Clock::now();
+  const double seconds = std::chrono::duration<double>(end - start).count();
+  result->comm_seconds += seconds;
+  result->phases.sync += seconds;
+  trace_->Complete("sync gradients", "sync", start, end);
   return OkStatus();
 }
 
@@ -406,24 +463,37 @@ Status StageRuntime::ApplyOptimizer(StepResult* result) {
   const bool compress = CompressionActive(step_);
   result->lr = LearningRate(assignment_.optimizer, step_, assignment_.training.total_steps);
 
+  StepPhases& phases = result->phases;
   Clock::time_point start = Clock::now();
   optimizer_->UpdateMoments();
-  result->compute_seconds += SecondsSince(start);
+  double seconds = SecondsSince(start);
+  result->compute_seconds += seconds;
+  phases.optimizer += seconds;
   start = Clock::now();
   GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterMoments(step_, compress).WithContext(DataParallelErrorContext()));
-  result->comm_seconds += SecondsSince(start);
+  seconds = SecondsSince(start);
+  result->comm_seconds += seconds;
+  phases.sync += seconds;
   start = Clock::now();
   optimizer_->ApplyUpdate(result->lr);
-  result->compute_seconds += SecondsSince(start);
-  trace_->Complete("optimizer", "compute", start, Clock::now());
+  Clock::time_point end = Clock::now();
+  seconds = std::chrono::duration<double>(end - start).count();
+  result->compute_seconds += seconds;
+  phases.optimizer += seconds;
+  trace_->Complete("optimizer", "compute", start, end);
   start = Clock::now();
   GEOTRAIN_RETURN_IF_ERROR(data_parallel_->AfterUpdate(step_, compress).WithContext(DataParallelErrorContext()));
-  result->comm_seconds += SecondsSince(start);
-  trace_->Complete("sync parameters", "sync", start, Clock::now());
+  end = Clock::now();
+  seconds = std::chrono::duration<double>(end - start).count();
+  result->comm_seconds += seconds;
+  phases.sync += seconds;
+  trace_->Complete("sync parameters", "sync", start, end);
 
+  start = Clock::now();
   for (const models::NamedParameter& p : parameters_) {
     if (p.tensor.grad().defined()) p.tensor.mutable_grad().zero_();
   }
+  phases.optimizer += SecondsSince(start);
   // Everything the sync sent since the last step ended, the overlapped exchange included.
   const DataParallelTraffic traffic = data_parallel_->traffic();
   result->raw_bytes.dp = traffic.raw_bytes - dp_traffic_reported_.raw_bytes;
@@ -554,18 +624,23 @@ StatusOr<int64_t> StageRuntime::Resume() {
 Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step) {
   const TrainingSettings& training = assignment_.training;
   while (step_ < training.total_steps) {
-    GEOTRAIN_ASSIGN_OR_RETURN(StepResult result, Step());
+    GEOTRAIN_ASSIGN_OR_RETURN(StepResult result, TrainStep());
     if (training.eval_every > 0 && step_ % training.eval_every == 0 && data_->has_validation()) {
+      const Clock::time_point start = Clock::now();
       GEOTRAIN_ASSIGN_OR_RETURN(double eval_loss, Evaluate());
+      result.phases.eval = SecondsSince(start);
       if (assignment_.is_last_stage()) result.eval_loss = eval_loss;
     }
     const bool last = step_ == training.total_steps;
     if (checkpoints_ && ((training.checkpoint_every > 0 && step_ % training.checkpoint_every == 0) ||
                          (last && training.checkpoint_every > 0))) {
+      const Clock::time_point start = Clock::now();
       GEOTRAIN_RETURN_IF_ERROR(Checkpoint());
+      result.phases.checkpoint = SecondsSince(start);
       result.checkpointed = true;
     }
     result.total_steps = training.total_steps;
+    MeasureTraffic(&result);
     if (on_step) on_step(result);
   }
   GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush().WithContext(DataParallelErrorContext()));

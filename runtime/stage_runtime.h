@@ -40,6 +40,7 @@
 #include "runtime/pipeline_schedule.h"
 #include "runtime/stage_assignment.h"
 #include "runtime/stage_links.h"
+#include "runtime/step_traffic.h"
 #include "runtime/tensor_link.h"
 #include "runtime/trace_writer.h"
 #include "runtime/training_data.h"
@@ -52,6 +53,22 @@ struct StepBytes {
   uint64_t backward = 0;  // gradients sent upstream
   uint64_t dp = 0;        // data-parallel sync
   uint64_t embedding = 0;  // tied-embedding sync between the first and last stages
+};
+
+// Seconds of one step by phase (and of the evaluation and checkpoint Run() did after it). Each
+// is measured on its own, so they sum to about step_seconds plus eval and checkpoint.
+struct StepPhases {
+  double forward = 0;    // stage compute of the forwards and the loss
+  double backward = 0;   // autograd of the backwards
+  double encode = 0;     // pipeline links' codecs, sending side
+  double decode = 0;     // pipeline links' codecs, receiving side
+  double send = 0;       // blocked flushing queued pipeline sends
+  double recv = 0;       // blocked waiting for a pipeline tensor
+  double sync = 0;       // embedding sync, data-parallel hooks, gradient-norm all-reduce
+  double optimizer = 0;  // AdamW moments and update, zeroing the gradients
+  double data = 0;       // reading batches (first stage) and labels (last stage)
+  double eval = 0;       // the evaluation Run() did after the step
+  double checkpoint = 0;  // the checkpoint Run() wrote after the step
 };
 
 struct StepResult {
@@ -70,6 +87,12 @@ struct StepResult {
   std::optional<double> eval_loss;    // when the step ended with an evaluation (last stage)
   bool checkpointed = false;          // this rank wrote its part of the checkpoint of `step`
   int64_t total_steps = 0;            // training.total_steps (known once the data is open)
+  StepPhases phases;
+  int64_t tokens = 0;  // micro_batches x micro_batch_size x seq_length
+  double backward_relative_error = 0;  // mean over this step's gradient frames sent upstream
+  // Per peer, kind and direction since the previous report (Step() or Run()'s on_step), so an
+  // evaluation's activations and a checkpoint's data-parallel flush count in their step.
+  std::vector<LinkTraffic> traffic;
 };
 
 class StageRuntime {
@@ -88,7 +111,7 @@ class StageRuntime {
   // final checkpoint when checkpoints are on). `on_step` sees every step's result.
   Status Run(const std::function<void(const StepResult&)>& on_step);
 
-  // One training step (the four parts above).
+  // One training step (the four parts above), its traffic measured up to its end.
   StatusOr<StepResult> Step();
   // The mean loss over training.eval_batches validation micro-batches of every replica (last
   // stage; NaN on others). Every rank of the job must call it at the same point.
@@ -110,9 +133,15 @@ class StageRuntime {
   struct MicroBatch;
   StageRuntime() = default;
 
+  // Step() without the traffic, which Run() measures after the evaluation and checkpoint.
+  StatusOr<StepResult> TrainStep();
+  // Fills result->traffic with what the links moved since the previous measurement.
+  void MeasureTraffic(StepResult* result);
   bool CompressionActive(int64_t step) const;
-  Status Forward(int micro_batch, std::vector<MicroBatch>& batches, bool compress);
-  Status Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches, bool compress);
+  Status Forward(int micro_batch, std::vector<MicroBatch>& batches, bool compress,
+                 StepPhases* phases);
+  Status Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches, bool compress,
+                  StepPhases* phases);
   Status FlushSends();
   net::Timeout timeout() const;
   std::string DataParallelErrorContext() const;
@@ -140,6 +169,9 @@ class StageRuntime {
   std::unique_ptr<CompressedEmbeddingSync> compressed_embedding_;  // compress_embedding_sync only
   int64_t warmup_steps_ = 0;  // compression warm-up in steps (steps and epochs combined)
   DataParallelTraffic dp_traffic_reported_;  // traffic() when the last step ended
+  // The tied-embedding sync's cumulative bytes sent (raw: float32 equivalent), like the dp sync's.
+  DataParallelTraffic embedding_traffic_;
+  std::unique_ptr<StepTrafficMeter> traffic_meter_;
   int64_t step_ = 0;
 };
 

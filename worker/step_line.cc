@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 namespace geotrain::worker {
 namespace {
@@ -12,6 +14,10 @@ using nlohmann::json;
 Status WrongType(const std::string& path, const char* expected, const json& value) {
   return InvalidArgument("step line: " + path + ": expected " + expected + ", got " +
                          value.type_name());
+}
+
+std::string Path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
 }
 
 // Reads an optional key into `out`; absent (or null) keys keep the default.
@@ -45,7 +51,7 @@ Status ReadInt64(const json& object, const std::string& key, int64_t* out) {
 // `parent` names the enclosing object in messages ("raw_bytes.dp").
 Status ReadUint64(const json& object, const std::string& key, uint64_t* out,
                   const std::string& parent) {
-  const std::string path = parent.empty() ? key : parent + "." + key;
+  const std::string path = Path(parent, key);
   const auto it = object.find(key);
   if (it == object.end() || it->is_null()) return OkStatus();
   if (it->is_number_unsigned()) {
@@ -67,6 +73,21 @@ Status ReadBool(const json& object, const std::string& key, bool* out) {
   return OkStatus();
 }
 
+// A present key must be a number >= 0 (seconds, errors; JSON has no NaN or infinity).
+Status ReadNonNegative(const json& object, const std::string& key, double* out,
+                       const std::string& parent, bool* present = nullptr) {
+  const std::string path = Path(parent, key);
+  if (present) *present = false;
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return OkStatus();
+  if (!it->is_number()) return WrongType(path, "a number", *it);
+  const double value = it->get<double>();
+  if (value < 0) return InvalidArgument("step line: " + path + ": " + it->dump() + " is negative");
+  *out = value;
+  if (present) *present = true;
+  return OkStatus();
+}
+
 // raw_bytes / wire_bytes: {forward, backward, dp, embedding}.
 Status ReadBytes(const json& object, const std::string& key, uint64_t* forward, uint64_t* backward,
                  uint64_t* dp, uint64_t* embedding) {
@@ -77,6 +98,138 @@ Status ReadBytes(const json& object, const std::string& key, uint64_t* forward, 
   GEOTRAIN_RETURN_IF_ERROR(ReadUint64(*it, "backward", backward, key));
   GEOTRAIN_RETURN_IF_ERROR(ReadUint64(*it, "dp", dp, key));
   GEOTRAIN_RETURN_IF_ERROR(ReadUint64(*it, "embedding", embedding, key));
+  return OkStatus();
+}
+
+// phases: {forward, backward, ..., checkpoint}, each optional; the message stays unset without
+// the key (a child of an older build).
+Status ReadPhases(const json& object, geotrain::v1::StepReport* report) {
+  const auto it = object.find("phases");
+  if (it == object.end() || it->is_null()) return OkStatus();
+  if (!it->is_object()) return WrongType("phases", "an object", *it);
+  geotrain::v1::StepPhases* phases = report->mutable_phases();
+  const std::pair<const char*, void (geotrain::v1::StepPhases::*)(double)> fields[] = {
+      {"forward", &geotrain::v1::StepPhases::set_forward},
+      {"backward", &geotrain::v1::StepPhases::set_backward},
+      {"encode", &geotrain::v1::StepPhases::set_encode},
+      {"decode", &geotrain::v1::StepPhases::set_decode},
+      {"send", &geotrain::v1::StepPhases::set_send},
+      {"recv", &geotrain::v1::StepPhases::set_recv},
+      {"sync", &geotrain::v1::StepPhases::set_sync},
+      {"optimizer", &geotrain::v1::StepPhases::set_optimizer},
+      {"data", &geotrain::v1::StepPhases::set_data},
+      {"eval", &geotrain::v1::StepPhases::set_eval},
+      {"checkpoint", &geotrain::v1::StepPhases::set_checkpoint},
+  };
+  for (const auto& [key, set] : fields) {
+    double seconds = 0;
+    GEOTRAIN_RETURN_IF_ERROR(ReadNonNegative(*it, key, &seconds, "phases"));
+    (phases->*set)(seconds);
+  }
+  return OkStatus();
+}
+
+// A traffic entry's key that must be there: an entry without it names no link.
+StatusOr<json> Required(const json& entry, const std::string& key, const std::string& parent) {
+  const auto it = entry.find(key);
+  if (it == entry.end() || it->is_null()) {
+    return InvalidArgument("step line: " + Path(parent, key) + ": missing");
+  }
+  return *it;
+}
+
+// peer_stage / peer_replica: an int32 >= 0.
+Status ReadPeerIndex(const json& entry, const std::string& key, const std::string& parent,
+                     int32_t* out) {
+  GEOTRAIN_ASSIGN_OR_RETURN(json value, Required(entry, key, parent));
+  const std::string path = Path(parent, key);
+  if (!value.is_number_integer()) return WrongType(path, "a non-negative integer", value);
+  if (value.is_number_unsigned()) {
+    if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+      return InvalidArgument("step line: " + path + ": " + value.dump() + " is too large");
+    }
+  } else if (value.get<int64_t>() < 0) {
+    return InvalidArgument("step line: " + path + ": " + value.dump() + " is negative");
+  }
+  *out = static_cast<int32_t>(value.get<int64_t>());
+  return OkStatus();
+}
+
+// Reads `key` as a string that must be one of `names` (in order); *index gets its position.
+Status ReadName(const json& entry, const std::string& key, const std::string& parent,
+                const std::vector<const char*>& names, size_t* index) {
+  GEOTRAIN_ASSIGN_OR_RETURN(json value, Required(entry, key, parent));
+  const std::string path = Path(parent, key);
+  if (!value.is_string()) return WrongType(path, "a string", value);
+  const std::string name = value.get<std::string>();
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (name == names[i]) {
+      *index = i;
+      return OkStatus();
+    }
+    list += (i ? ", " : "") + std::string(names[i]);
+  }
+  // replace: a child's garbage must not make dump() throw.
+  return InvalidArgument("step line: " + path + ": " +
+                         value.dump(-1, ' ', false, json::error_handler_t::replace) +
+                         " is not one of " + list);
+}
+
+Status ReadTrafficEntry(const json& entry, const std::string& path,
+                        geotrain::v1::LinkTraffic* traffic) {
+  if (!entry.is_object()) return WrongType(path, "an object", entry);
+  int32_t peer_stage = 0, peer_replica = 0;
+  GEOTRAIN_RETURN_IF_ERROR(ReadPeerIndex(entry, "peer_stage", path, &peer_stage));
+  GEOTRAIN_RETURN_IF_ERROR(ReadPeerIndex(entry, "peer_replica", path, &peer_replica));
+  traffic->set_peer_stage(peer_stage);
+  traffic->set_peer_replica(peer_replica);
+
+  // In the order of runtime::TrafficKind and of the proto's values after UNSPECIFIED.
+  static const std::vector<const char*> kKinds = {"activation", "gradient", "data_parallel",
+                                                  "embedding"};
+  static const geotrain::v1::TrafficKind kKindValues[] = {
+      geotrain::v1::TRAFFIC_KIND_ACTIVATION, geotrain::v1::TRAFFIC_KIND_GRADIENT,
+      geotrain::v1::TRAFFIC_KIND_DATA_PARALLEL, geotrain::v1::TRAFFIC_KIND_EMBEDDING};
+  size_t kind = 0, direction = 0;
+  GEOTRAIN_RETURN_IF_ERROR(ReadName(entry, "kind", path, kKinds, &kind));
+  GEOTRAIN_RETURN_IF_ERROR(ReadName(entry, "direction", path, {"sent", "received"}, &direction));
+  traffic->set_kind(kKindValues[kind]);
+  traffic->set_sent(direction == 0);
+
+  uint64_t raw_bytes = 0, wire_bytes = 0, bits = 0;
+  GEOTRAIN_RETURN_IF_ERROR(ReadUint64(entry, "raw_bytes", &raw_bytes, path));
+  GEOTRAIN_RETURN_IF_ERROR(ReadUint64(entry, "wire_bytes", &wire_bytes, path));
+  GEOTRAIN_RETURN_IF_ERROR(ReadUint64(entry, "bits", &bits, path));
+  if (bits > std::numeric_limits<uint32_t>::max()) {
+    return InvalidArgument("step line: " + Path(path, "bits") + ": " + std::to_string(bits) +
+                           " is too large");
+  }
+  traffic->set_raw_bytes(raw_bytes);
+  traffic->set_wire_bytes(wire_bytes);
+  traffic->set_bits(static_cast<uint32_t>(bits));
+
+  double seconds = 0, relative_error = 0, latency = 0;
+  bool has_latency = false;
+  GEOTRAIN_RETURN_IF_ERROR(ReadNonNegative(entry, "seconds", &seconds, path));
+  GEOTRAIN_RETURN_IF_ERROR(ReadNonNegative(entry, "relative_error", &relative_error, path));
+  GEOTRAIN_RETURN_IF_ERROR(
+      ReadNonNegative(entry, "latency_seconds", &latency, path, &has_latency));
+  traffic->set_seconds(seconds);
+  traffic->set_relative_error(relative_error);
+  if (has_latency) traffic->set_latency_seconds(latency);
+  return OkStatus();
+}
+
+// traffic: [{peer_stage, peer_replica, kind, direction, raw_bytes, ...}].
+Status ReadTraffic(const json& object, geotrain::v1::StepReport* report) {
+  const auto it = object.find("traffic");
+  if (it == object.end() || it->is_null()) return OkStatus();
+  if (!it->is_array()) return WrongType("traffic", "an array", *it);
+  for (size_t i = 0; i < it->size(); ++i) {
+    GEOTRAIN_RETURN_IF_ERROR(ReadTrafficEntry((*it)[i], "traffic[" + std::to_string(i) + "]",
+                                              report->add_traffic()));
+  }
   return OkStatus();
 }
 
@@ -140,6 +293,19 @@ StatusOr<geotrain::v1::StepReport> ParseStepLine(const std::string& line) {
   report.set_wire_bytes_backward(wire[1]);
   report.set_wire_bytes_dp(wire[2]);
   report.set_wire_bytes_embedding(wire[3]);
+
+  int64_t tokens = 0;
+  GEOTRAIN_RETURN_IF_ERROR(ReadInt64(object, "tokens", &tokens));
+  if (tokens < 0) {
+    return InvalidArgument("step line: tokens: " + std::to_string(tokens) + " is negative");
+  }
+  report.set_tokens(tokens);
+  double backward_relative_error = 0;
+  GEOTRAIN_RETURN_IF_ERROR(
+      ReadDouble(object, "backward_relative_error", &backward_relative_error));
+  report.set_backward_relative_error(backward_relative_error);
+  GEOTRAIN_RETURN_IF_ERROR(ReadPhases(object, &report));
+  GEOTRAIN_RETURN_IF_ERROR(ReadTraffic(object, &report));
   return report;
 }
 

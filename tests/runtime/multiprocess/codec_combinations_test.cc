@@ -30,6 +30,25 @@ std::vector<double> Losses(const std::vector<nlohmann::json>& lines) {
   return losses;
 }
 
+// The step line's traffic entry for one peer, kind and direction, or null.
+const nlohmann::json* Traffic(const nlohmann::json& line, const std::string& kind,
+                              const std::string& direction, int peer_stage, int peer_replica) {
+  const auto traffic = line.find("traffic");
+  if (traffic == line.end() || !traffic->is_array()) return nullptr;
+  for (const nlohmann::json& entry : *traffic) {
+    if (entry.value("kind", "") == kind && entry.value("direction", "") == direction &&
+        entry.value("peer_stage", -1) == peer_stage &&
+        entry.value("peer_replica", -1) == peer_replica) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+double Number(const nlohmann::json& entry, const char* key) {
+  return entry.at(key).get<double>();
+}
+
 // Both last-stage ranks printed steps 1 to 6.
 void ExpectSixSteps(const JobSteps& steps) {
   ASSERT_EQ(steps.size(), 2u);
@@ -137,6 +156,31 @@ TEST_F(GeotrainRunCodecTest, AcSgdCompressesEveryLink) {
       if (line.at("step") == 1) continue;
       EXPECT_GT(Bytes(line, "raw_bytes", "dp"), 0);
       EXPECT_LT(Bytes(line, "wire_bytes", "dp"), Bytes(line, "raw_bytes", "dp") / 20);
+    }
+    // The same links per peer over Gloo (runtime/step_traffic.h): the last stage of replica r
+    // sends gradients to and syncs the embedding with stage 0 of r, and exchanges with stage 1
+    // of the other replica.
+    const int replica = lines.front().at("replica").get<int>();
+    for (const nlohmann::json& line : lines) {
+      SCOPED_TRACE(line.dump());
+      EXPECT_EQ(line.at("tokens"), 2 * 2 * 16);
+      EXPECT_GT(line.at("phases").at("backward").get<double>(), 0);
+      const nlohmann::json* gradient = Traffic(line, "gradient", "sent", 0, replica);
+      const nlohmann::json* activation = Traffic(line, "activation", "received", 0, replica);
+      const nlohmann::json* embedding = Traffic(line, "embedding", "sent", 0, replica);
+      ASSERT_TRUE(gradient && activation && embedding);
+      EXPECT_EQ(gradient->at("bits"), 8);
+      EXPECT_EQ(activation->at("bits"), 4);
+      EXPECT_GE(Number(*gradient, "wire_bytes"), Bytes(line, "wire_bytes", "backward"));
+      EXPECT_GT(Number(*gradient, "relative_error"), 0);
+      EXPECT_TRUE(gradient->contains("latency_seconds"));  // the gradient-norm sum's frames
+      EXPECT_EQ(embedding->at("bits"), 4);
+      EXPECT_LT(Number(*embedding, "wire_bytes"), Number(*embedding, "raw_bytes") / 20);
+      if (line.at("step") == 1) continue;
+      const nlohmann::json* dp = Traffic(line, "data_parallel", "sent", 1, 1 - replica);
+      ASSERT_TRUE(dp);
+      EXPECT_EQ(dp->at("bits"), 4);
+      EXPECT_LT(Number(*dp, "wire_bytes"), Number(*dp, "raw_bytes") / 20);
     }
   }
 }
