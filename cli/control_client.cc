@@ -112,6 +112,19 @@ StatusOr<v1::Job> CoordinatorClient::GetJob(const std::string& job_id) {
   return job;
 }
 
+StatusOr<v1::JobSteps> CoordinatorClient::GetJobSteps(const std::string& job_id,
+                                                      int64_t after_step) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  v1::GetJobStepsRequest request;
+  request.set_job_id(job_id);
+  request.set_after_step(after_step);
+  v1::JobSteps steps;
+  const grpc::Status status = stub_->GetJobSteps(&context, request, &steps);
+  if (!status.ok()) return Explain(status, "GetJobSteps", job_id);
+  return steps;
+}
+
 StatusOr<v1::ListJobsResponse> CoordinatorClient::ListJobs(bool include_finished) {
   grpc::ClientContext context;
   SetDeadline(context);

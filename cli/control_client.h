@@ -25,6 +25,7 @@ class CoordinatorClient final : public JobUpdateSource {
 
   StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request);
   StatusOr<v1::Job> GetJob(const std::string& job_id) override;
+  StatusOr<v1::JobSteps> GetJobSteps(const std::string& job_id, int64_t after_step);
   StatusOr<v1::ListJobsResponse> ListJobs(bool include_finished);
   StatusOr<v1::Job> CancelJob(const std::string& job_id);
   StatusOr<v1::ListWorkersResponse> ListWorkers(bool include_dead);

@@ -1,4 +1,5 @@
-// The control-plane commands of `geotrain` (submit, status, jobs, cancel, workers, links, logs):
+// The control-plane commands of `geotrain` (submit, status, jobs, cancel, workers, links, logs,
+// steps):
 // each asks the coordinator (CoordinatorClient), prints the answer as a table or one JSON line,
 // and returns the process's exit code (cli/exit_codes.h), having printed any error on stderr.
 #pragma once
@@ -9,6 +10,7 @@
 
 #include "cli/control_clock.h"
 #include "cli/control_format.h"
+#include "cli/control_steps_format.h"
 #include "cli/output_format.h"
 
 namespace geotrain::cli {
@@ -52,6 +54,14 @@ struct LogsOptions {
   double reconnect_seconds = 120;
 };
 
+struct StepsOptions {
+  std::string job_id;
+  // --after: only the steps after this one (0: every step).
+  int64_t after_step = 0;
+  // -o table|json|csv (steps has csv, so it does not use ControlOptions::format).
+  StepsFormat format = StepsFormat::kTable;
+};
+
 // Where a command writes and what it knows of its environment.
 struct CommandContext {
   std::ostream& out;
@@ -82,5 +92,7 @@ int RunWorkersCommand(const ControlOptions& control, const ListOptions& options,
 int RunLinksCommand(const ControlOptions& control, CommandContext& context);
 int RunLogsCommand(const ControlOptions& control, const LogsOptions& options,
                    CommandContext& context);
+int RunStepsCommand(const ControlOptions& control, const StepsOptions& options,
+                    CommandContext& context);
 
 }  // namespace geotrain::cli

@@ -2,8 +2,8 @@
 // (cli/*_command.h); exit codes are in cli/exit_codes.h and cli/README.md.
 //
 // Local commands: tokenize, eval, model init, model import, checkpoint merge. Control-plane
-// commands (cli/control_commands.h): submit, status, jobs, cancel, workers, links, logs; they
-// share --coordinator, -o table|json and --timeout-seconds.
+// commands (cli/control_commands.h): submit, status, jobs, cancel, workers, links, logs, steps;
+// they share --coordinator, -o table|json (steps: also csv) and --timeout-seconds.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -27,20 +27,25 @@ int Fail(const geotrain::Status& status) {
   return kExitFailure;
 }
 
-// The flags every control command takes, bound to the one ControlOptions (one subcommand runs).
-void AddControlFlags(CLI::App* command, ControlOptions& control) {
+// --coordinator and --timeout-seconds, bound to the one ControlOptions (one subcommand runs).
+void AddConnectionFlags(CLI::App* command, ControlOptions& control) {
   command
       ->add_option("--coordinator", control.coordinator,
                    std::string("coordinator address HOST:PORT (default: $") + kCoordinatorEnvVar +
                        ", else " + kDefaultCoordinatorAddress + ")")
       ->check(CLI::Validator(
           [](std::string& value) { return CoordinatorAddressProblem(value); }, "HOST:PORT"));
-  command->add_option("-o,--output", control.format, "table or json")
-      ->transform(CLI::CheckedTransformer(OutputFormatNames(), CLI::ignore_case))
-      ->default_str("table");
   command->add_option("--timeout-seconds", control.timeout_seconds, "deadline of each request")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+}
+
+// The flags every control command takes: the connection and -o table|json.
+void AddControlFlags(CLI::App* command, ControlOptions& control) {
+  AddConnectionFlags(command, control);
+  command->add_option("-o,--output", control.format, "table or json")
+      ->transform(CLI::CheckedTransformer(OutputFormatNames(), CLI::ignore_case))
+      ->default_str("table");
 }
 
 void AddReconnectFlag(CLI::App* command, double& reconnect_seconds) {
@@ -150,6 +155,18 @@ int main(int argc, char** argv) {
   AddReconnectFlag(logs_cmd, logs.reconnect_seconds);
   AddControlFlags(logs_cmd, control);
 
+  StepsOptions steps;
+  CLI::App* steps_cmd =
+      app.add_subcommand("steps", "a job's complete steps (loss, eval loss, time, bytes, lr)");
+  steps_cmd->add_option("job", steps.job_id, "job id (job-N)")->required();
+  steps_cmd->add_option("--after", steps.after_step, "only the steps after this one")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  steps_cmd->add_option("-o,--output", steps.format, "table, json or csv")
+      ->transform(CLI::CheckedTransformer(StepsFormatNames(), CLI::ignore_case))
+      ->default_str("table");
+  AddConnectionFlags(steps_cmd, control);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -196,5 +213,6 @@ int main(int argc, char** argv) {
   if (workers_cmd->parsed()) return RunWorkersCommand(control, workers, context);
   if (links_cmd->parsed()) return RunLinksCommand(control, context);
   if (logs_cmd->parsed()) return RunLogsCommand(control, logs, context);
+  if (steps_cmd->parsed()) return RunStepsCommand(control, steps, context);
   return kExitUsage;
 }

@@ -110,4 +110,20 @@ TEST_F(ControlBinaryTest, ABadEnvironmentVariableExitsWithOneNamingIt) {
       << result.output;
 }
 
+TEST_F(ControlBinaryTest, StepsOfAClosedPortExitsWithThree) {
+  const std::string address = ClosedLoopbackAddress();
+  const ShellResult result = RunShell(Geotrain("steps job-1 -o csv --coordinator " + address));
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("cannot reach the coordinator at " + address), std::string::npos)
+      << result.output;
+}
+
+TEST_F(ControlBinaryTest, BadStepsFlagsAreUsageErrors) {
+  EXPECT_EQ(RunShell(Geotrain("steps job-1 -o xml")).exit_code, 2);
+  EXPECT_EQ(RunShell(Geotrain("steps job-1 --after -1")).exit_code, 2);
+  EXPECT_EQ(RunShell(Geotrain("steps job-1 --after many")).exit_code, 2);
+  EXPECT_EQ(RunShell(Geotrain("steps -o csv")).exit_code, 2);  // no job
+  EXPECT_EQ(RunShell(Geotrain("steps --help")).exit_code, 0);
+}
+
 }  // namespace
