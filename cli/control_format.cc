@@ -8,13 +8,13 @@
 #include "cli/control_job_state.h"
 
 namespace geotrain::cli {
-namespace {
-
-std::string Printf(const char* format, double value) {
+std::string FormatNumber(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), format, value);
   return buffer;
 }
+
+namespace {
 
 // `value` scaled by powers of 1000 to the largest of the 5 suffixes it reaches, with one decimal
 // below 100 of it.
@@ -29,15 +29,15 @@ std::string Scaled(double value, const char* const (&suffixes)[5], const char* s
   }
   std::string number;
   if (unit == 0) {
-    number = Printf("%.0f", magnitude);
+    number = FormatNumber("%.0f", magnitude);
   } else {
-    number = Printf(magnitude < 99.95 ? "%.1f" : "%.0f", magnitude);
+    number = FormatNumber(magnitude < 99.95 ? "%.1f" : "%.0f", magnitude);
   }
   return (negative ? "-" : "") + number + separator + suffixes[unit];
 }
 
-std::string Loss(double loss) { return Printf("%.3f", loss); }
-std::string EvalLoss(double loss) { return Printf("%.2f", loss); }
+std::string Loss(double loss) { return FormatNumber("%.3f", loss); }
+std::string EvalLoss(double loss) { return FormatNumber("%.2f", loss); }
 
 std::string Plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -106,7 +106,7 @@ std::string FormatClockTime(int64_t unix_ms, TimeZone zone) {
 
 std::string FormatCompressionRatio(uint64_t raw_bytes, uint64_t wire_bytes) {
   if (wire_bytes == 0) return "-";
-  return Printf("%.1fx", static_cast<double>(raw_bytes) / static_cast<double>(wire_bytes));
+  return FormatNumber("%.1fx", static_cast<double>(raw_bytes) / static_cast<double>(wire_bytes));
 }
 
 std::string FormatStepOfTotal(const v1::JobProgress& progress) {

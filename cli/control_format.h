@@ -14,6 +14,8 @@ namespace geotrain::cli {
 // Clock times in messages: the user's local time, or UTC (tests, and scripts that compare).
 enum class TimeZone { kLocal, kUtc };
 
+// printf of one number: FormatNumber("%.3f", x).
+std::string FormatNumber(const char* format, double value);
 // Powers of 1000, one decimal below 100 of a unit: "512 B", "12.5 kB", "1.2 MB", "340 GB".
 std::string FormatBytes(double bytes);
 // FormatBytes per second: "1.2 MB/s".

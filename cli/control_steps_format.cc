@@ -9,12 +9,6 @@
 namespace geotrain::cli {
 namespace {
 
-std::string Printf(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), format, value);
-  return buffer;
-}
-
 // The shortest decimal that reads back as the same double, so a CSV consumer loses nothing and
 // a loss of 3.25 is written "3.25" rather than "3.2500000000000000".
 std::string Exact(double value) {
@@ -34,13 +28,13 @@ std::string FormatStepsTable(const v1::JobSteps& steps) {
   TextTable table({"STEP", "GEN", "LOSS", "EVAL", "TIME", "RAW", "WIRE", "RATIO", "LR"});
   for (const v1::JobStep& step : steps.steps()) {
     table.AddRow({std::to_string(step.step()), std::to_string(step.generation()),
-                  Printf("%.4f", step.loss()),
-                  step.has_eval_loss() ? Printf("%.4f", step.eval_loss()) : "-",
-                  Printf("%.2f s", step.step_seconds()),
+                  FormatNumber("%.4f", step.loss()),
+                  step.has_eval_loss() ? FormatNumber("%.4f", step.eval_loss()) : "-",
+                  FormatNumber("%.2f s", step.step_seconds()),
                   FormatBytes(static_cast<double>(step.raw_bytes())),
                   FormatBytes(static_cast<double>(step.wire_bytes())),
                   FormatCompressionRatio(step.raw_bytes(), step.wire_bytes()),
-                  Printf("%.3g", step.lr())});
+                  FormatNumber("%.3g", step.lr())});
   }
   return table.Render();
 }

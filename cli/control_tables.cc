@@ -12,12 +12,6 @@
 namespace geotrain::cli {
 namespace {
 
-std::string Fixed(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), format, value);
-  return buffer;
-}
-
 std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
 
 void AddDirectionRow(TextTable& table, const std::string& name, uint64_t raw, uint64_t wire) {
@@ -53,15 +47,15 @@ std::string FormatJobStatus(const v1::Job& job) {
   fields.AddRow({"steps lost", std::to_string(job.steps_lost())});
   fields.AddRow({"step", FormatStepOfTotal(p)});
   fields.AddRow({"loss", p.step() > 0
-                             ? Fixed("%.3f", p.first_loss()) + " -> " + Fixed("%.3f", p.loss())
+                             ? FormatNumber("%.3f", p.first_loss()) + " -> " + FormatNumber("%.3f", p.loss())
                              : "-"});
-  fields.AddRow({"eval loss", p.eval_step() > 0 ? Fixed("%.3f", p.eval_loss()) + " (step " +
+  fields.AddRow({"eval loss", p.eval_step() > 0 ? FormatNumber("%.3f", p.eval_loss()) + " (step " +
                                                       std::to_string(p.eval_step()) + ")"
                                                 : "-"});
   fields.AddRow({"tokens/s", p.tokens_per_second() > 0 ? FormatCount(p.tokens_per_second()) : "-"});
   fields.AddRow({"wire rate",
                  p.wire_bytes_per_second() > 0 ? FormatByteRate(p.wire_bytes_per_second()) : "-"});
-  fields.AddRow({"step time", p.step_seconds() > 0 ? Fixed("%.2f s", p.step_seconds()) : "-"});
+  fields.AddRow({"step time", p.step_seconds() > 0 ? FormatNumber("%.2f s", p.step_seconds()) : "-"});
   fields.AddRow({"checkpoint",
                  p.checkpoint_step() > 0 ? "step " + std::to_string(p.checkpoint_step()) : "-"});
   fields.AddRow({"ETA", p.eta_seconds() > 0 && !IsFinishedJobState(job.state())
@@ -90,7 +84,7 @@ std::string FormatJobList(const v1::ListJobsResponse& jobs, int64_t now_unix_ms)
   for (const v1::Job& job : jobs.jobs()) {
     table.AddRow({job.id(), OrDash(job.name()), JobStateName(job.state()),
                   FormatStepOfTotal(job.progress()),
-                  job.progress().step() > 0 ? Fixed("%.3f", job.progress().loss()) : "-",
+                  job.progress().step() > 0 ? FormatNumber("%.3f", job.progress().loss()) : "-",
                   FormatAge(job.submitted_unix_ms(), now_unix_ms)});
   }
   return table.Render();
