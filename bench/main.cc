@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/codecs_bench.h"
+#include "bench/placement_bench.h"
 #ifdef GEOTRAIN_BENCH_WITH_TORCH
 #include "bench/stage_bench.h"
 #endif
@@ -18,6 +19,15 @@ int main(int argc, char** argv) {
   codecs_cmd->add_flag("--quick", codecs.quick, "fewer repetitions (CI smoke run)");
   codecs_cmd->add_option("--reps", codecs.reps, "timed repetitions per measurement (best is kept)");
   codecs_cmd->add_option("--filter", codecs.filter, "only settings whose name contains this");
+
+  geotrain::bench::PlacementBenchOptions placement;
+  CLI::App* placement_cmd = app.add_subcommand(
+      "placement", "planned vs in-order vs random placement on synthetic geo topologies");
+  placement_cmd->add_option("--seed", placement.seed, "seeds topologies, random grids and planner")
+      ->capture_default_str();
+  placement_cmd->add_option("--topology", placement.topology, "only the topology of this name");
+  placement_cmd->add_option("--budget", placement.budget, "planner time budget, seconds")
+      ->capture_default_str();
 
 #ifdef GEOTRAIN_BENCH_WITH_TORCH
   geotrain::bench::StageBenchOptions stage;
@@ -49,6 +59,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (codecs_cmd->parsed()) return geotrain::bench::RunCodecsBench(codecs);
+  if (placement_cmd->parsed()) return geotrain::bench::RunPlacementBench(placement);
 #ifdef GEOTRAIN_BENCH_WITH_TORCH
   if (stage_cmd->parsed()) return geotrain::bench::RunStageBench(stage);
 #endif

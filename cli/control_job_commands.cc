@@ -12,6 +12,7 @@
 #include "cli/control_progress_display.h"
 #include "cli/control_tables.h"
 #include "cli/exit_codes.h"
+#include "cli/submit_model_shape.h"
 
 namespace geotrain::cli {
 namespace {
@@ -70,6 +71,9 @@ int RunSubmitCommand(const ControlOptions& control, const SubmitOptions& options
   v1::SubmitJobRequest request;
   request.set_spec_yaml(*spec);
   request.set_source(options.job_file);
+  if (std::optional<v1::ModelShape> shape = SubmitModelShape(*spec)) {
+    *request.mutable_model_shape() = *shape;
+  }
   const StatusOr<v1::Job> job = (*client)->SubmitJob(request);
   if (!job.ok()) {
     if (job.status().code() == StatusCode::kInvalidArgument) {

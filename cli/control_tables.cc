@@ -12,7 +12,34 @@
 namespace geotrain::cli {
 namespace {
 
+// A send kind as `geotrain status` names it in the adaptive compression table.
+const char* TrafficKindName(v1::TrafficKind kind) {
+  switch (kind) {
+    case v1::TRAFFIC_KIND_ACTIVATION: return "forward";
+    case v1::TRAFFIC_KIND_GRADIENT: return "backward";
+    case v1::TRAFFIC_KIND_DATA_PARALLEL: return "data-parallel";
+    case v1::TRAFFIC_KIND_EMBEDDING: return "embedding";
+    default: return "?";
+  }
+}
+
 std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
+
+// One-way latency as a WAN operator reads it: "12ms", "3.5ms", "0.2ms", "1.2s".
+std::string FormatLatency(double seconds) {
+  if (seconds >= 1) return FormatNumber("%.1fs", seconds);
+  const double ms = seconds * 1000;
+  return FormatNumber(ms >= 10 ? "%.0fms" : "%.1fms", ms);
+}
+
+// "118 MB/s 12ms"; either half "-" when not measured, the whole cell "-" when neither is.
+std::string FormatLinkCell(const v1::Link& link) {
+  const bool throughput = link.throughput_bytes_per_second() > 0;
+  const bool latency = link.latency_seconds() > 0;
+  if (!throughput && !latency) return "-";
+  const std::string rate = throughput ? FormatByteRate(link.throughput_bytes_per_second()) : "-";
+  return latency ? rate + " " + FormatLatency(link.latency_seconds()) : rate;
+}
 
 void AddDirectionRow(TextTable& table, const std::string& name, uint64_t raw, uint64_t wire) {
   table.AddRow({name, FormatBytes(static_cast<double>(raw)), FormatBytes(static_cast<double>(wire)),
@@ -70,13 +97,33 @@ std::string FormatJobStatus(const v1::Job& job) {
   AddDirectionRow(bytes, "total", p.raw_bytes(), p.wire_bytes());
 
   std::string out = fields.Render() + "\n" + bytes.Render() + "\n";
-  if (job.placements().empty()) return out + "placements: none\n";
-  TextTable placements({"stage", "replica", "worker", "region"});
-  for (const v1::Placement& placement : job.placements()) {
-    placements.AddRow({std::to_string(placement.stage()), std::to_string(placement.replica()),
-                       placement.worker_id(), OrDash(placement.region())});
+  if (job.placements().empty()) {
+    out += "placements: none\n";
+  } else {
+    TextTable placements({"stage", "replica", "worker", "region"});
+    for (const v1::Placement& placement : job.placements()) {
+      placements.AddRow({std::to_string(placement.stage()), std::to_string(placement.replica()),
+                         placement.worker_id(), OrDash(placement.region())});
+    }
+    out += "placements:\n" + Indent(placements.Render(), "  ");
   }
-  return out + "placements:\n" + Indent(placements.Render(), "  ");
+  if (job.compression().empty()) return out;
+  TextTable compression({"stage", "replica", "sends", "bits", "topk", "since step", "link",
+                         "transfer", "compute", "error", "changes"});
+  for (const v1::LinkCompression& link : job.compression()) {
+    compression.AddRow(
+        {std::to_string(link.stage()), std::to_string(link.replica()), TrafficKindName(link.kind()),
+         std::to_string(link.bits()),
+         link.topk_ratio() > 0 ? FormatNumber("%.3g", link.topk_ratio()) : "-",
+         link.effective_step() > 0 ? std::to_string(link.effective_step()) : "start",
+         link.throughput_bytes_per_second() > 0 ? FormatByteRate(link.throughput_bytes_per_second())
+                                                : "-",
+         link.transfer_seconds() > 0 ? FormatNumber("%.3f s", link.transfer_seconds()) : "-",
+         link.compute_seconds() > 0 ? FormatNumber("%.3f s", link.compute_seconds()) : "-",
+         link.relative_error() > 0 ? FormatNumber("%.3f", link.relative_error()) : "-",
+         std::to_string(link.changes())});
+  }
+  return out + "adaptive compression:\n" + Indent(compression.Render(), "  ");
 }
 
 std::string FormatJobList(const v1::ListJobsResponse& jobs, int64_t now_unix_ms) {
@@ -116,11 +163,11 @@ std::string FormatWorkerList(const v1::ListWorkersResponse& workers, int64_t now
 std::string FormatLinkMatrix(const v1::LinkMatrix& links) {
   // Every worker that appears at either end, with its region; sorted by id for a stable layout.
   std::map<std::string, std::string> regions;
-  std::map<std::pair<std::string, std::string>, double> throughput;
+  std::map<std::pair<std::string, std::string>, const v1::Link*> by_ends;
   for (const v1::Link& link : links.links()) {
     regions.emplace(link.src_worker_id(), link.src_region());
     regions.emplace(link.dst_worker_id(), link.dst_region());
-    throughput[{link.src_worker_id(), link.dst_worker_id()}] = link.throughput_bytes_per_second();
+    by_ends[{link.src_worker_id(), link.dst_worker_id()}] = &link;
   }
   if (regions.empty()) return "no links (fewer than two live workers)\n";
   const auto label = [&](const std::string& id) {
@@ -133,8 +180,8 @@ std::string FormatLinkMatrix(const v1::LinkMatrix& links) {
   for (const auto& [src, src_region] : regions) {
     std::vector<std::string> row = {label(src)};
     for (const auto& [dst, dst_region] : regions) {
-      const auto it = throughput.find({src, dst});
-      row.push_back(it == throughput.end() || it->second <= 0 ? "-" : FormatByteRate(it->second));
+      const auto it = by_ends.find({src, dst});
+      row.push_back(it == by_ends.end() ? "-" : FormatLinkCell(*it->second));
     }
     table.AddRow(std::move(row));
   }

@@ -16,8 +16,9 @@ std::string FormatJobStatus(const v1::Job& job);
 std::string FormatJobList(const v1::ListJobsResponse& jobs, int64_t now_unix_ms);
 // `geotrain workers`: ID STATE REGION ADDRESS DEVICE MEMORY CPUS TASK HEARTBEAT.
 std::string FormatWorkerList(const v1::ListWorkersResponse& workers, int64_t now_unix_ms);
-// `geotrain links`: throughput by source (rows) and destination (columns), each labelled
-// "w-1 (us-east1)"; "-" where a link was not measured.
+// `geotrain links`: throughput and one-way latency ("118 MB/s 12ms") by source (rows) and
+// destination (columns), each labelled "w-1 (us-east1)"; "-" where a link (or one of its two
+// figures) was not measured.
 std::string FormatLinkMatrix(const v1::LinkMatrix& links);
 
 }  // namespace geotrain::cli

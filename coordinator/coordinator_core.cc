@@ -54,7 +54,11 @@ bool CoordinatorCore::RankTask::Started() const {
 
 CoordinatorCore::CoordinatorCore(const CoordinatorOptions& options, StateStore* store,
                                  RendezvousScopes* scopes, Clock* clock)
-    : options_(options), store_(store), scopes_(scopes), clock_(clock) {}
+    : options_(options),
+      store_(store),
+      scopes_(scopes),
+      clock_(clock),
+      probe_scheduler_(options.probes) {}
 
 CoordinatorCore::~CoordinatorCore() = default;
 
@@ -70,6 +74,10 @@ StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
                            std::to_string(options.heartbeat_interval_ms) + ")");
   }
   if (options.stop_timeout_ms <= 0) return InvalidArgument("stop_timeout_ms: must be positive");
+  if (options.link_persist_interval_ms < 0) {
+    return InvalidArgument("link_persist_interval_ms: must not be negative");
+  }
+  GEOTRAIN_RETURN_IF_ERROR(options.probes.Validate());
   GEOTRAIN_ASSIGN_OR_RETURN(StoredState state, store->Load());
   std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(options, store, scopes, clock));
   {
@@ -85,6 +93,7 @@ Status CoordinatorCore::LoadLocked(StoredState state) {
     const std::string id = job.id();
     StepFigures figures = StoredJobFigures(job);
     auto entry = std::make_unique<JobEntry>(std::move(job), figures);
+    InitTuning(*entry);
     entry->last_event_sequence = state.last_event_sequence[id];
     entry->last_log_sequence = state.last_log_sequence[id];
     entry->progress_persisted_ms = now;
@@ -147,8 +156,10 @@ Status CoordinatorCore::LoadLocked(StoredState state) {
       }
     }
   }
-  spdlog::info("loaded {} workers and {} jobs from the state store", workers_.size(),
-               jobs_.size());
+  links_.Restore(state.links);
+  links_persisted_ms_ = now;
+  spdlog::info("loaded {} workers, {} jobs and {} link estimates from the state store",
+               workers_.size(), jobs_.size(), links_.size());
   return OkStatus();
 }
 
@@ -327,7 +338,10 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
   job.set_submitted_unix_ms(clock_->NowUnixMs());
   job.mutable_progress()->set_total_steps(figures.total_steps);
 
+  *job.mutable_model_shape() = request.model_shape();
   auto entry = std::make_unique<JobEntry>(job, figures);
+  InitTuning(*entry);
+  job = entry->job;  // with the adaptive settings it starts from
   v1::JobEvent event;
   event.set_job_id(job.id());
   event.set_sequence(++entry->last_event_sequence);
@@ -434,20 +448,90 @@ std::vector<v1::Worker> CoordinatorCore::ListWorkers(bool include_dead) const {
 }
 
 v1::LinkMatrix CoordinatorCore::GetLinks() const {
-  std::vector<v1::Worker> live = ListWorkers(/*include_dead=*/false);
-  // Links are not measured yet: every estimate is 0 with 0 samples, never an invented number.
-  v1::LinkMatrix matrix;
-  for (const v1::Worker& src : live) {
-    for (const v1::Worker& dst : live) {
-      if (src.id() == dst.id()) continue;
-      v1::Link* link = matrix.add_links();
-      link->set_src_worker_id(src.id());
-      link->set_dst_worker_id(dst.id());
-      link->set_src_region(src.capabilities().region());
-      link->set_dst_region(dst.capabilities().region());
-    }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Worker> live;
+  for (const auto& [id, worker] : workers_) {
+    if (worker->record.state() != v1::WORKER_STATE_DEAD) live.push_back(worker->record);
   }
-  return matrix;
+  std::sort(live.begin(), live.end(), [](const v1::Worker& a, const v1::Worker& b) {
+    return WorkerIdLess(a.id(), b.id());
+  });
+  return links_.Matrix(live);
+}
+
+std::vector<LinkFigures> CoordinatorCore::ListLinkFigures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return links_.Export();
+}
+
+// --- Links -------------------------------------------------------------------------------------
+
+void CoordinatorCore::AddPassiveSamples(const JobEntry& entry, const std::string& worker_id,
+                                        const v1::StepReport& report) {
+  if (report.traffic_size() == 0) return;
+  const int64_t now = clock_->NowUnixMs();
+  for (const PassiveLinkSample& sample :
+       PassiveLinkSamples(report, worker_id, entry.job.placements())) {
+    links_.AddPassive(sample, now);
+  }
+}
+
+void CoordinatorCore::ApplyProbeResults(WorkerEntry& worker, const v1::ProbeResults& results) {
+  const std::string& src = worker.record.id();
+  const int64_t now = clock_->NowUnixMs();
+  probe_scheduler_.ResultsReceived(src);
+  for (const v1::ProbeResult& result : results.results()) {
+    if (result.dst_worker_id().empty() || result.dst_worker_id() == src ||
+        FindWorker(result.dst_worker_id()) == nullptr) {
+      spdlog::warn("worker {}: probe result for unknown worker '{}'; ignored", src,
+                   result.dst_worker_id());
+      continue;
+    }
+    if (!result.error().empty()) {
+      spdlog::warn("probe {} -> {} failed: {}", src, result.dst_worker_id(), result.error());
+    } else {
+      spdlog::debug("probe {} -> {}: {:.0f} B/s, latency {:.6f} s ({} bytes in {:.3f} s)", src,
+                    result.dst_worker_id(), result.throughput_bytes_per_second(),
+                    result.latency_seconds(), result.bytes(), result.seconds());
+    }
+    links_.AddProbe(src, result, now);
+  }
+  // The worker is free again: its next due order goes out now rather than at the next tick.
+  SendDueProbes();
+}
+
+void CoordinatorCore::SendDueProbes() {
+  std::vector<ProbePeer> peers;
+  for (const auto& [id, worker] : workers_) {
+    const v1::WorkerCapabilities& caps = worker->record.capabilities();
+    if (worker->session == nullptr || caps.probe_port() == 0 || caps.advertise_address().empty()) {
+      continue;
+    }
+    peers.push_back({id, caps.advertise_address(), caps.probe_port()});
+  }
+  std::sort(peers.begin(), peers.end(), [](const ProbePeer& a, const ProbePeer& b) {
+    return WorkerIdLess(a.worker_id, b.worker_id);
+  });
+  for (auto& [worker_id, order] : probe_scheduler_.Due(peers, clock_->NowUnixMs())) {
+    WorkerEntry* worker = FindWorker(worker_id);
+    v1::CoordinatorMessage message;
+    *message.mutable_probe() = std::move(order);
+    spdlog::debug("worker {}: probe order for {} links", worker_id,
+                  message.probe().targets_size());
+    worker->session->Send(message);
+  }
+}
+
+void CoordinatorCore::PersistLinks() {
+  LinkTable::Changes changes = links_.TakeChanges();
+  links_persisted_ms_ = clock_->NowUnixMs();
+  if (changes.empty()) return;
+  Status status = store_->PutLinks(changes.links, changes.forgotten_workers);
+  if (!status.ok()) {
+    // Estimates are cheap to lose: these links are written again with their next sample.
+    spdlog::error("cannot write {} link estimates to the state store: {}", changes.links.size(),
+                  status.ToString());
+  }
 }
 
 // --- Time-driven work --------------------------------------------------------------------------
@@ -477,7 +561,8 @@ void CoordinatorCore::Tick() {
   std::vector<PlacementCandidate> idle;
   for (const auto& [id, worker] : workers_) {
     if (worker->record.state() == v1::WORKER_STATE_IDLE) {
-      idle.push_back({id, worker->record.capabilities().region()});
+      idle.push_back({id, worker->record.capabilities().region(),
+                      WorkerSpeed(worker->record.capabilities())});
     }
   }
   for (const std::string& id : job_order_) {
@@ -497,6 +582,11 @@ void CoordinatorCore::Tick() {
       PersistJob(*entry, {});
     }
   }
+
+  SendDueProbes();
+  if (links_.dirty() && now - links_persisted_ms_ >= options_.link_persist_interval_ms) {
+    PersistLinks();
+  }
 }
 
 void CoordinatorCore::Shutdown() {
@@ -512,6 +602,7 @@ void CoordinatorCore::Shutdown() {
   for (auto& [id, entry] : jobs_) {
     if (entry->progress_dirty) PersistJob(*entry, {});
   }
+  PersistLinks();
   BumpVersion();
 }
 

@@ -4,8 +4,10 @@
 //
 // What it keeps: workers (registration, sessions, liveness, their open tasks), jobs (the state
 // machine of job_state_machine.h, placements, per-rank task states of the current generation,
-// progress from step reports), and it writes every change that matters through the StateStore
-// before the call returns (progress at most every progress_persist_interval_ms per job).
+// progress from step reports), the link table (link_table.h: passive samples from step reports,
+// probe results from the probes ProbeScheduler orders), and it writes every change that matters
+// through the StateStore before the call returns (progress at most every
+// progress_persist_interval_ms per job, links at most every link_persist_interval_ms).
 //
 // Threading: every public method may be called from any thread; one mutex guards all state.
 // Messages to workers go through SessionSink::Send, which only queues, so no call blocks on the
@@ -21,13 +23,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "coordinator/adaptive_controller.h"
 #include "coordinator/clock.h"
+#include "coordinator/job_shape.h"
+#include "coordinator/link_table.h"
 #include "coordinator/placement.h"
+#include "coordinator/probe_scheduler.h"
 #include "coordinator/rendezvous_scopes.h"
 #include "coordinator/session_sink.h"
 #include "coordinator/state_store.h"
@@ -51,6 +58,11 @@ struct CoordinatorOptions {
   // Progress from step reports reaches the store at most this often per job; state changes,
   // events and placements are written at once.
   int64_t progress_persist_interval_ms = 250;
+  // Link estimates change with every step report; they reach the store at most this often (and
+  // at Shutdown): a crash loses a few seconds of samples, which the next steps replace.
+  int64_t link_persist_interval_ms = 5000;
+  // Active link probes: when, how big, how many at once (probe_scheduler.h).
+  ProbeSchedulerOptions probes;
 };
 
 // What the metrics page shows of the jobs, read under one lock (ListJobWindow).
@@ -94,6 +106,8 @@ class CoordinatorCore {
   std::vector<v1::Job> ListJobs(bool include_finished) const;
   StatusOr<v1::Job> CancelJob(const std::string& job_id);
   std::vector<v1::Worker> ListWorkers(bool include_dead) const;
+  // Every directed pair of non-dead workers with the link table's estimates (zeros where a link
+  // was never measured).
   v1::LinkMatrix GetLinks() const;
 
   // --- The metrics page ---
@@ -101,6 +115,8 @@ class CoordinatorCore {
   // submission), with the counts by state. Unlike ListJobs(true) it copies no record outside
   // that window, so a scrape costs the same after thousands of finished jobs.
   JobWindow ListJobWindow(size_t finished_limit) const;
+  // Every link the table has figures for, dead workers' included, by (src, dst).
+  std::vector<LinkFigures> ListLinkFigures() const;
 
   // --- Watching (WatchJob) ---
   // Increases on every job event, log line, state or progress change.
@@ -110,10 +126,12 @@ class CoordinatorCore {
   bool shutting_down() const { return shutting_down_.load(); }
 
   // Declares silent workers dead, ends recoveries whose ranks stopped (or whose stop timeout
-  // passed), places waiting jobs in FIFO order and writes throttled progress.
+  // passed), places waiting jobs in FIFO order, sends due link probes and writes throttled
+  // progress and link estimates.
   void Tick();
 
-  // Closes every session, writes pending progress and refuses worker calls from then on.
+  // Closes every session, writes pending progress and links and refuses worker calls from then
+  // on.
   void Shutdown();
 
  private:
@@ -139,6 +157,10 @@ class CoordinatorCore {
     int64_t last_log_sequence = 0;
     bool progress_dirty = false;
     int64_t progress_persisted_ms = 0;
+    // What placement knows of its steps, and with compression.adaptive its controller
+    // (job_tuning.cc).
+    StepShapeMeter shape_meter;
+    std::optional<AdaptiveController> adaptive;
     JobEntry(v1::Job j, StepFigures f)
         : job(std::move(j)), figures(f), steps(f, job.generation()) {}
   };
@@ -170,6 +192,14 @@ class CoordinatorCore {
   void SendForget(const std::string& worker_id, const std::string& job_id, uint32_t generation);
 
   bool TryPlace(JobEntry& entry, std::vector<PlacementCandidate>* idle);
+
+  // job_tuning.cc: placement planning and adaptive compression.
+  void InitTuning(JobEntry& entry);
+  std::optional<PlannedPlacement> PlanPlacement(const JobEntry& entry,
+                                                const std::vector<PlacementCandidate>& idle) const;
+  void ObserveForTuning(JobEntry& entry, const WorkerEntry& worker, const v1::StepReport& report);
+  void AdaptCompression(JobEntry& entry, int64_t complete_step);
+  void SendCodecChanges(JobEntry& entry, const std::vector<RankChange>& changes);
   void CheckStarted(JobEntry& entry);
   void StartRecovery(JobEntry& entry, const std::string& why);
   void FinishJob(JobEntry& entry, v1::JobState to, const std::string& why);
@@ -180,6 +210,16 @@ class CoordinatorCore {
   void ApplyTaskStatus(WorkerEntry& worker, const v1::TaskStatus& task);
   void ApplyStepReports(WorkerEntry& worker, const v1::StepReports& reports);
   void ApplyLogLines(WorkerEntry& worker, const v1::LogLines& lines);
+  void ApplyProbeResults(WorkerEntry& worker, const v1::ProbeResults& results);
+
+  // Links (under mu_). The planner and the adaptive controller read the table through links().
+  const LinkTable& links() const { return links_; }
+  // Feeds the traffic of an accepted step report of `entry`'s current generation.
+  void AddPassiveSamples(const JobEntry& entry, const std::string& worker_id,
+                         const v1::StepReport& report);
+  // Orders the probes ProbeScheduler finds due among the connected workers with a probe server.
+  void SendDueProbes();
+  void PersistLinks();
 
   const CoordinatorOptions options_;
   StateStore* const store_;
@@ -192,6 +232,9 @@ class CoordinatorCore {
   std::map<std::string, std::unique_ptr<JobEntry>> jobs_;
   std::vector<std::string> job_order_;  // submission order: the scheduler's FIFO
   uint64_t next_session_id_ = 1;
+  LinkTable links_;
+  ProbeScheduler probe_scheduler_;
+  int64_t links_persisted_ms_ = 0;
 
   // Watchers wait here without holding mu_ (lock order: mu_, then watch_mu_).
   mutable std::mutex watch_mu_;

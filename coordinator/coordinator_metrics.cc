@@ -1,6 +1,7 @@
 #include "coordinator/coordinator_metrics.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -153,9 +154,62 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
   return families;
 }
 
+std::vector<MetricFamily> LinkMetricFamilies(const std::vector<v1::Worker>& workers,
+                                             const std::vector<LinkFigures>& links) {
+  MetricFamily throughput = Family(
+      "geotrain_coordinator_link_throughput_bytes_per_second",
+      "Bias-corrected EWMA of a directed link's throughput, passive samples and probes",
+      MetricType::Gauge);
+  MetricFamily latency = Family("geotrain_coordinator_link_latency_seconds",
+                                "EWMA of a directed link's one-way latency samples",
+                                MetricType::Gauge);
+  MetricFamily samples =
+      Family("geotrain_coordinator_link_samples_total",
+             "Throughput samples behind a link's estimate, by source", MetricType::Counter);
+  MetricFamily failures = Family("geotrain_coordinator_link_probe_failures_total",
+                                 "Probes of a link that failed", MetricType::Counter);
+  std::map<std::string, std::string> regions;
+  for (const v1::Worker& worker : workers) regions[worker.id()] = worker.capabilities().region();
+  const auto region = [&](const std::string& id) {
+    const auto it = regions.find(id);
+    return it == regions.end() ? std::string() : it->second;
+  };
+  for (const LinkFigures& link : links) {
+    const std::vector<ClientMetric::Label> ends = {
+        {"src_worker", link.src_worker_id},
+        {"dst_worker", link.dst_worker_id},
+        {"src_region", region(link.src_worker_id)},
+        {"dst_region", region(link.dst_worker_id)}};
+    // An unmeasured link has no series: a 0 would read as a dead link on every panel.
+    if (link.samples > 0) {
+      Add(throughput, ends, link.throughput_bytes_per_second);
+      std::vector<ClientMetric::Label> passive = ends;
+      passive.push_back({"source", "passive"});
+      Add(samples, std::move(passive), static_cast<double>(link.passive_samples()));
+      std::vector<ClientMetric::Label> probe = ends;
+      probe.push_back({"source", "probe"});
+      Add(samples, std::move(probe), static_cast<double>(link.probe_samples));
+    }
+    if (link.latency_samples > 0) Add(latency, ends, link.latency_seconds);
+    if (link.probe_failures > 0) {
+      Add(failures, {ends[0], ends[1]}, static_cast<double>(link.probe_failures));
+    }
+  }
+  std::vector<MetricFamily> families;
+  for (MetricFamily* family : {&throughput, &latency, &samples, &failures}) {
+    families.push_back(std::move(*family));
+  }
+  return families;
+}
+
 std::vector<MetricFamily> CoordinatorMetrics::Collect() const {
-  return CoordinatorMetricFamilies(core_->ListWorkers(/*include_dead=*/true),
-                                   core_->ListJobWindow(kMetricsFinishedJobs));
+  const std::vector<v1::Worker> workers = core_->ListWorkers(/*include_dead=*/true);
+  std::vector<MetricFamily> families =
+      CoordinatorMetricFamilies(workers, core_->ListJobWindow(kMetricsFinishedJobs));
+  for (MetricFamily& family : LinkMetricFamilies(workers, core_->ListLinkFigures())) {
+    families.push_back(std::move(family));
+  }
+  return families;
 }
 
 }  // namespace geotrain::coordinator

@@ -2,9 +2,9 @@
 // core at scrape time: nothing is cached between scrapes, so a job that left the window (or a
 // worker's old state) leaves no stale series behind.
 //
-// CoordinatorMetricFamilies is the pure translation (records in, metric families out);
-// CoordinatorMetrics is the prometheus::Collectable a MetricsEndpoint serves, which feeds it the
-// core's workers and job window on every Collect. Collect may run on the endpoint's thread
+// CoordinatorMetricFamilies and LinkMetricFamilies are the pure translations (records in, metric
+// families out); CoordinatorMetrics is the prometheus::Collectable a MetricsEndpoint serves,
+// which feeds them the core's workers, job window and link figures on every Collect. Collect may run on the endpoint's thread
 // concurrently with anything else: it only calls the core's locking queries.
 #pragma once
 
@@ -25,6 +25,13 @@ constexpr size_t kMetricsFinishedJobs = 10;
 // for each empty state), then one series per job of `jobs.jobs` (submission order).
 std::vector<prometheus::MetricFamily> CoordinatorMetricFamilies(
     const std::vector<v1::Worker>& workers, const JobWindow& jobs);
+
+// The link table's families: throughput and latency gauges and sample counters for each link
+// with samples, probe failure counters for each link with failures. Regions come from
+// `workers` (dead ones included: a dead worker's links stay in the table); a link naming a
+// worker not among them gets an empty region.
+std::vector<prometheus::MetricFamily> LinkMetricFamilies(const std::vector<v1::Worker>& workers,
+                                                         const std::vector<LinkFigures>& links);
 
 class CoordinatorMetrics final : public prometheus::Collectable {
  public:

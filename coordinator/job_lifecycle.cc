@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "coordinator/coordinator_core.h"
 #include "coordinator/job_state_machine.h"
@@ -27,10 +28,9 @@ std::string RankName(int stage, int replica, const std::string& worker_id) {
 
 bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>* idle) {
   v1::Job& job = entry.job;
-  const int num_stages = entry.figures.num_stages;
-  std::optional<std::vector<v1::Placement>> placements =
-      PlaceInOrder(*idle, num_stages, entry.figures.replicas);
-  if (!placements) return false;
+  std::optional<PlannedPlacement> plan = PlanPlacement(entry, *idle);
+  if (!plan) return false;
+  const std::vector<v1::Placement>* placements = &plan->placements;
   idle->erase(std::remove_if(idle->begin(), idle->end(),
                              [&](const PlacementCandidate& c) {
                                return std::any_of(placements->begin(), placements->end(),
@@ -55,6 +55,14 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
   }
   entry.steps.StartGeneration(generation);
   std::string why = "placed generation " + std::to_string(generation) + " on " + where;
+  if (plan->planned) {
+    char figures[160];
+    std::snprintf(figures, sizeof(figures),
+                  " (planned from %s: estimated step %.3g s, in-order %.3g s; searched %.2g s)",
+                  plan->start.c_str(), plan->planned_seconds, plan->inorder_seconds,
+                  plan->planner_seconds);
+    why += figures;
+  }
   if (resume) {
     why += "; resuming from the newest complete checkpoint (step " +
            std::to_string(job.progress().checkpoint_step()) + ")";
@@ -78,6 +86,12 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
     worker->open_tasks[{job.id(), generation}] = {p.stage(), p.replica()};
     worker->session->Send(message);
     RefreshWorkerState(*worker);
+  }
+  // Re-placed ranks start from the spec's codec settings: tell them the adapted ones again, from
+  // the first step they run.
+  if (resume && entry.adaptive) {
+    SendCodecChanges(entry,
+                     entry.adaptive->Reannounce(job.progress().checkpoint_step() + 1));
   }
   return true;
 }
@@ -297,6 +311,8 @@ void CoordinatorCore::ApplyStepReports(WorkerEntry& worker, const v1::StepReport
                                   report.stage()];
     if (rank.worker_id != worker.record.id() || rank.lost) continue;
     rank.reported_step = true;
+    AddPassiveSamples(*entry, worker.record.id(), report);
+    ObserveForTuning(*entry, worker, report);
     std::optional<v1::JobStep> step =
         entry->steps.Add(report, now, entry->job.mutable_progress());
     if (step) {
@@ -307,6 +323,7 @@ void CoordinatorCore::ApplyStepReports(WorkerEntry& worker, const v1::StepReport
       }
       entry->progress_dirty = true;
       BumpVersion();
+      AdaptCompression(*entry, step->step());
     }
     CheckStarted(*entry);
   }

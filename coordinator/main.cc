@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   int64_t stop_timeout_seconds = 30;
   int64_t reattach_grace_seconds = 15;
   std::string metrics_listen = "0.0.0.0:9400";
+  int64_t probe_interval_seconds = 300;
+  geotrain::coordinator::ProbeSchedulerOptions& probes = options.coordinator.probes;
 
   CLI::App app{"geotrain-coordinator: plans, tracks and recovers geotrain training jobs"};
   app.add_option("--listen", options.listen_address, "HOST:PORT to serve gRPC on")
@@ -63,6 +65,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--reattach-grace-seconds", reattach_grace_seconds,
                  "after a restart, how long known workers get to reconnect before they are dead")
+      ->capture_default_str();
+  app.add_option("--probe-interval", probe_interval_seconds,
+                 "seconds between two active probes of the same link (0: probe only when a "
+                 "worker joins)")
+      ->capture_default_str();
+  app.add_option("--probe-bytes", probes.max_bytes,
+                 "bytes a probe sends at most per link (64 KiB to 1 GiB)")
+      ->capture_default_str();
+  app.add_option("--probe-timeout", probes.timeout_ms,
+                 "milliseconds a probe's transfer may take at most per link")
+      ->capture_default_str();
+  app.add_option("--probe-streams", probes.streams,
+                 "parallel TCP connections of a probe's transfer (1-64)")
       ->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen,
                  "HOST:PORT to serve Prometheus /metrics on; \"\" turns it off, port 0 picks one")
@@ -98,6 +113,15 @@ int main(int argc, char** argv) {
   if (!metrics_listen.empty() && !IsHostPort(metrics_listen)) {
     return Usage("--metrics-listen: \"" + metrics_listen +
                  "\" is not HOST:PORT (\"\" turns metrics off)");
+  }
+  // A year: anything longer is a typo, and the product stays far from overflowing.
+  if (probe_interval_seconds < 0 || probe_interval_seconds > 365LL * 24 * 3600) {
+    return Usage("--probe-interval: " + std::to_string(probe_interval_seconds) +
+                 " is outside [0, 31536000] seconds (0 probes only when a worker joins)");
+  }
+  probes.interval_ms = probe_interval_seconds * 1000;
+  if (const geotrain::Status status = probes.Validate(); !status.ok()) {
+    return Usage(status.message());
   }
   options.coordinator.stop_timeout_ms = stop_timeout_seconds * 1000;
   options.coordinator.reattach_grace_ms = reattach_grace_seconds * 1000;

@@ -7,6 +7,16 @@
 //   job_events(job_id, sequence, unix_ms, record: v1.JobEvent)          PRIMARY KEY (job_id, sequence)
 //   job_log_lines(job_id, sequence, unix_ms, record: v1.LogLine)        PRIMARY KEY (job_id, sequence)
 //   job_steps(job_id, step, generation, record: v1.JobStep)             PRIMARY KEY (job_id, step)
+//   links(src, dst, throughput, samples, probe_samples, latency, latency_samples,
+//         probe_throughput, probe_latency, probed_unix_ms, probe_failures, updated_unix_ms)
+//                                                                       PRIMARY KEY (src, dst)
+//
+// `links` joined schema 1 later: it is created (IF NOT EXISTS) whenever a database is opened, so
+// an older database gains it and an older coordinator, which never reads it, still opens the
+// file. An estimator is stored as its estimate and sample count, from which LinkTable rebuilds
+// its weighted sum and weight exactly (link_table.h). Its figures in bytes per second and seconds
+// are TEXT of 17 significant digits, which parse back to the same double (sqlite_db.h binds no
+// doubles, and SQLite's own REAL-to-text keeps only 15 digits).
 //
 // WAL with synchronous=NORMAL: a commit is in the WAL file before the call returns, so a
 // coordinator killed with -9 loses nothing; only a power cut could lose the newest commits.
@@ -17,6 +27,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -50,6 +63,17 @@ INSERT INTO geotrain_meta (key, value) VALUES ('format', 'geotrain-coordinator')
   ('schema_version', '1'), ('next_worker_number', '1'), ('next_job_number', '1');
 )sql";
 
+constexpr const char* kCreateLinks = R"sql(
+CREATE TABLE IF NOT EXISTS links (src TEXT NOT NULL, dst TEXT NOT NULL,
+                                  throughput TEXT NOT NULL, samples INTEGER NOT NULL,
+                                  probe_samples INTEGER NOT NULL, latency TEXT NOT NULL,
+                                  latency_samples INTEGER NOT NULL, probe_throughput TEXT NOT NULL,
+                                  probe_latency TEXT NOT NULL, probed_unix_ms INTEGER NOT NULL,
+                                  probe_failures INTEGER NOT NULL,
+                                  updated_unix_ms INTEGER NOT NULL,
+                                  PRIMARY KEY (src, dst)) WITHOUT ROWID;
+)sql";
+
 // "job-12" -> 12; ids are ours, anything else sorts first.
 int64_t JobNumber(const std::string& id) {
   constexpr const char* kPrefix = "job-";
@@ -59,6 +83,22 @@ int64_t JobNumber(const std::string& id) {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+// 17 significant digits: parses back to the very same double.
+std::string DoubleText(double value) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+StatusOr<double> ParseDouble(const std::string& text, const std::string& where) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    return DataLoss(where + ": \"" + text + "\" is not a finite number");
+  }
+  return value;
 }
 
 template <typename Message>
@@ -104,6 +144,41 @@ class SqliteStateStore final : public StateStore {
         GEOTRAIN_RETURN_IF_ERROR(ParseRecord(
             query.ColumnBlob(1), Where("jobs row '" + query.ColumnText(0) + "'"), &job));
         state.jobs.push_back(std::move(job));
+      }
+    }
+    {
+      GEOTRAIN_ASSIGN_OR_RETURN(
+          SqliteStatement query,
+          db_->Prepare("SELECT src, dst, throughput, samples, probe_samples, latency, "
+                       "latency_samples, probe_throughput, probe_latency, probed_unix_ms, "
+                       "probe_failures, updated_unix_ms FROM links ORDER BY src, dst"));
+      while (true) {
+        GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+        if (!row) break;
+        LinkFigures link;
+        link.src_worker_id = query.ColumnText(0);
+        link.dst_worker_id = query.ColumnText(1);
+        const std::string row_name =
+            Where("links row '" + link.src_worker_id + "' -> '" + link.dst_worker_id + "'");
+        GEOTRAIN_ASSIGN_OR_RETURN(link.throughput_bytes_per_second,
+                                  ParseDouble(query.ColumnText(2), row_name + " throughput"));
+        link.samples = static_cast<uint64_t>(query.ColumnInt64(3));
+        link.probe_samples = static_cast<uint64_t>(query.ColumnInt64(4));
+        GEOTRAIN_ASSIGN_OR_RETURN(link.latency_seconds,
+                                  ParseDouble(query.ColumnText(5), row_name + " latency"));
+        link.latency_samples = static_cast<uint64_t>(query.ColumnInt64(6));
+        GEOTRAIN_ASSIGN_OR_RETURN(
+            link.probe_throughput_bytes_per_second,
+            ParseDouble(query.ColumnText(7), row_name + " probe_throughput"));
+        GEOTRAIN_ASSIGN_OR_RETURN(link.probe_latency_seconds,
+                                  ParseDouble(query.ColumnText(8), row_name + " probe_latency"));
+        link.probed_unix_ms = query.ColumnInt64(9);
+        link.probe_failures = static_cast<uint64_t>(query.ColumnInt64(10));
+        link.updated_unix_ms = query.ColumnInt64(11);
+        if (link.probe_samples > link.samples) {
+          return DataLoss(row_name + ": probe_samples exceed samples");
+        }
+        state.links.push_back(std::move(link));
       }
     }
     GEOTRAIN_RETURN_IF_ERROR(LastSequences("job_events", &state.last_event_sequence));
@@ -193,6 +268,42 @@ class SqliteStateStore final : public StateStore {
     put.BindInt64(3, step.generation());
     put.BindBlob(4, step.SerializeAsString());
     return put.Run();
+  }
+
+  Status PutLinks(const std::vector<LinkFigures>& links,
+                  const std::vector<std::string>& forgotten_workers) override {
+    if (links.empty() && forgotten_workers.empty()) return OkStatus();
+    std::lock_guard<std::mutex> lock(mu_);
+    SqliteTransaction transaction(db_.get());
+    GEOTRAIN_RETURN_IF_ERROR(transaction.status());
+    for (const std::string& worker : forgotten_workers) {
+      GEOTRAIN_ASSIGN_OR_RETURN(SqliteStatement drop,
+                                db_->Prepare("DELETE FROM links WHERE src = ?1 OR dst = ?1"));
+      drop.BindText(1, worker);
+      GEOTRAIN_RETURN_IF_ERROR(drop.Run());
+    }
+    for (const LinkFigures& link : links) {
+      GEOTRAIN_ASSIGN_OR_RETURN(
+          SqliteStatement put,
+          db_->Prepare("INSERT OR REPLACE INTO links (src, dst, throughput, samples, "
+                       "probe_samples, latency, latency_samples, probe_throughput, "
+                       "probe_latency, probed_unix_ms, probe_failures, updated_unix_ms) VALUES "
+                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+      put.BindText(1, link.src_worker_id);
+      put.BindText(2, link.dst_worker_id);
+      put.BindText(3, DoubleText(link.throughput_bytes_per_second));
+      put.BindInt64(4, static_cast<int64_t>(link.samples));
+      put.BindInt64(5, static_cast<int64_t>(link.probe_samples));
+      put.BindText(6, DoubleText(link.latency_seconds));
+      put.BindInt64(7, static_cast<int64_t>(link.latency_samples));
+      put.BindText(8, DoubleText(link.probe_throughput_bytes_per_second));
+      put.BindText(9, DoubleText(link.probe_latency_seconds));
+      put.BindInt64(10, link.probed_unix_ms);
+      put.BindInt64(11, static_cast<int64_t>(link.probe_failures));
+      put.BindInt64(12, link.updated_unix_ms);
+      GEOTRAIN_RETURN_IF_ERROR(put.Run());
+    }
+    return transaction.Commit();
   }
 
   StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id,
@@ -334,6 +445,7 @@ Status PrepareSchema(SqliteDb* db) {
     SqliteTransaction transaction(db);
     GEOTRAIN_RETURN_IF_ERROR(transaction.status());
     GEOTRAIN_RETURN_IF_ERROR(db->Exec(kCreateSchema));
+    GEOTRAIN_RETURN_IF_ERROR(db->Exec(kCreateLinks));
     return transaction.Commit();
   }
   if (std::find(tables.begin(), tables.end(), "geotrain_meta") == tables.end()) {
@@ -372,7 +484,7 @@ Status PrepareSchema(SqliteDb* db) {
     return DataLoss(db->path() + ": geotrain_meta.schema_version " + std::to_string(schema) +
                     " is not a valid version");
   }
-  return OkStatus();
+  return db->Exec(kCreateLinks);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // StateStore: the coordinator's durable state (workers, jobs, job events, job log lines, job
-// steps, id counters), so that a coordinator killed at any moment and restarted loses nothing it
+// steps, id counters, link estimates), so that a coordinator killed at any moment and restarted loses nothing it
 // acknowledged.
 //
 // Records are the proto messages themselves (serialised), next to the columns that are queried.
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "coordinator/link_table.h"
 #include "geotrain/v1/coordinator.pb.h"
 #include "geotrain/v1/job.pb.h"
 #include "geotrain/v1/worker.pb.h"
@@ -29,6 +30,8 @@ struct StoredState {
   // The highest event / log sequence number of each job that has any.
   std::map<std::string, int64_t> last_event_sequence;
   std::map<std::string, int64_t> last_log_sequence;
+  // Every stored link estimate, by (src, dst).
+  std::vector<LinkFigures> links;
 };
 
 class StateStore {
@@ -53,6 +56,10 @@ class StateStore {
                                 const std::vector<v1::SequencedLogLine>& lines) = 0;
   // Inserts a complete step; a step redone after a recovery replaces the earlier run's row.
   virtual Status PutStep(const std::string& job_id, const v1::JobStep& step) = 0;
+  // In one transaction: deletes every link from or to a worker of `forgotten_workers`, then
+  // writes (inserts or replaces) `links`.
+  virtual Status PutLinks(const std::vector<LinkFigures>& links,
+                          const std::vector<std::string>& forgotten_workers) = 0;
 
   // Oldest first, at most `limit`.
   virtual StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id,

@@ -115,6 +115,9 @@ StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
   RefreshWorkerState(*worker);
   spdlog::info("worker {} connected (session {}, {} tasks listed{})", worker->record.id(),
                worker->session_id, hello.tasks_size(), was_dead ? ", was dead" : "");
+  // Its links are measured at once, both ways (its own order, and the other probers' next).
+  probe_scheduler_.WorkerJoined(worker->record.id());
+  SendDueProbes();
   Wake();
   return worker->session_id;
 }
@@ -153,6 +156,9 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
     case v1::WorkerMessage::kLogs:
       ApplyLogLines(*worker, message.logs());
       break;
+    case v1::WorkerMessage::kProbes:
+      ApplyProbeResults(*worker, message.probes());
+      break;
     case v1::WorkerMessage::BODY_NOT_SET:
       // A newer worker's message kind; it still counted as a heartbeat.
       spdlog::debug("worker {}: message of an unknown kind; ignored", worker_id);
@@ -167,6 +173,7 @@ void CoordinatorCore::CloseSession(const std::string& worker_id, uint64_t sessio
   if (worker == nullptr || worker->session_id != session_id || worker->session == nullptr) return;
   worker->session.reset();
   worker->session_id = 0;
+  probe_scheduler_.WorkerLeft(worker_id);
   RefreshWorkerState(*worker);
   spdlog::info("worker {} disconnected (session {}); dead unless it reconnects within {} ms",
                worker_id, session_id,
@@ -180,6 +187,7 @@ void CoordinatorCore::DeclareDead(WorkerEntry& worker) {
   if (worker.session != nullptr) worker.session->Close();
   worker.session.reset();
   worker.session_id = 0;
+  probe_scheduler_.WorkerLeft(id);
   worker.open_tasks.clear();
   worker.record.set_state(v1::WORKER_STATE_DEAD);
   RefreshWorkerState(worker);

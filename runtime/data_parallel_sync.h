@@ -60,6 +60,18 @@ class DataParallelSync {
   virtual Status LoadStateTensors(const std::map<std::string, at::Tensor>& state) = 0;
 
   virtual DataParallelTraffic traffic() const = 0;
+
+  // Adaptive compression: new cocktail quant_bits / topk_ratio (0 keeps one) from the next
+  // exchange on; an exchange in flight keeps the settings it started with, and codec state
+  // (the server residuals) is kept. The replicas of the stage should make the same change at the
+  // same step (the coordinator sends it so); frames name their bits and counts and the shared
+  // random mask does not change, so a replica that applies it a step late still interoperates.
+  // Modes without such a codec refuse (FailedPrecondition) and change nothing.
+  virtual Status AdjustCodec(uint32_t quant_bits, double topk_ratio) {
+    static_cast<void>(quant_bits);
+    static_cast<void>(topk_ratio);
+    return FailedPrecondition("this data-parallel mode has no adjustable codec");
+  }
 };
 
 struct DataParallelContext {

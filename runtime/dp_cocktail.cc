@@ -16,7 +16,14 @@
 // with the other replicas, so its error sticks: every later hook returns it.
 //
 // During the warm-up the gradients are all-reduced and global follows local after each update.
+//
+// Adaptive compression (AdjustCodec) changes quant_bits / topk_ratio of every codec in place,
+// keeping the server residuals, and only in AfterUpdate between the exchange it finishes and the
+// one it starts: the exchange thread owns the codecs while it runs, and every replica starts
+// the same exchange with the same settings. random_ratio and the seeds never change, so the
+// replicas keep sampling the same coordinates.
 #include <atomic>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -41,6 +48,7 @@ class CocktailSync final : public DataParallelSync {
         overlap_(overlap),
         global_(std::move(global)),
         servers_(std::move(servers)),
+        codecs_(AllCodecs(codecs)),
         exchange_(context.group, context.timeout, BucketElements(replicas_), std::move(codecs),
                   ShardedExchangeOptions{}) {}
 
@@ -61,6 +69,7 @@ class CocktailSync final : public DataParallelSync {
   Status AfterUpdate(int64_t step, bool compress) override {
     GEOTRAIN_RETURN_IF_ERROR(Finish());
     const std::string context = StepContext(kMode, step);
+    GEOTRAIN_RETURN_IF_ERROR(ApplyAdjustment().WithContext(context));
     if (!compress) {
       return CatchTorchErrors(context, [&] {
         for (size_t b = 0; b < global_.size(); ++b)
@@ -143,7 +152,48 @@ class CocktailSync final : public DataParallelSync {
 
   DataParallelTraffic traffic() const override { return replicas_.meter.totals(); }
 
+  Status AdjustCodec(uint32_t quant_bits, double topk_ratio) override {
+    // Checked now, on a copy, so that a bad value is refused here rather than failing the
+    // exchange it was meant for.
+    Adjustment next = adjustment_.value_or(Adjustment{});
+    if (quant_bits != 0) next.quant_bits = static_cast<int>(quant_bits);
+    if (topk_ratio != 0) next.topk_ratio = topk_ratio;
+    if (!codecs_.empty()) {
+      GEOTRAIN_RETURN_IF_ERROR(Adjusted(codecs_.front()->config(), next).Validate());
+    }
+    adjustment_ = next;
+    return OkStatus();
+  }
+
  private:
+  // The parameters AdjustCodec changes; 0 keeps the codec's.
+  struct Adjustment {
+    int quant_bits = 0;
+    double topk_ratio = 0;
+  };
+  static cz::CodecConfig Adjusted(cz::CodecConfig config, const Adjustment& adjustment) {
+    if (adjustment.quant_bits != 0) config.quant_bits = adjustment.quant_bits;
+    if (adjustment.topk_ratio != 0) config.topk_ratio = adjustment.topk_ratio;
+    return config;
+  }
+  static std::vector<cz::Codec*> AllCodecs(const std::vector<ShardCodecs>& codecs) {
+    std::vector<cz::Codec*> all;
+    for (const ShardCodecs& bucket : codecs) {
+      for (const auto& worker : bucket.workers) all.push_back(worker.get());
+      if (bucket.server) all.push_back(bucket.server.get());
+    }
+    return all;
+  }
+  // Reconfigures every codec with the pending adjustment. Only with no exchange in flight.
+  Status ApplyAdjustment() {
+    if (!adjustment_) return OkStatus();
+    for (cz::Codec* codec : codecs_) {
+      GEOTRAIN_RETURN_IF_ERROR(codec->Reconfigure(Adjusted(codec->config(), *adjustment_)));
+    }
+    adjustment_.reset();
+    return OkStatus();
+  }
+
   static std::vector<int64_t> BucketElements(const ReplicaGroup& replicas) {
     std::vector<int64_t> elements;
     for (const ParameterBucket& bucket : replicas.buckets) elements.push_back(bucket.elements());
@@ -227,6 +277,8 @@ class CocktailSync final : public DataParallelSync {
   const bool overlap_;
   std::vector<at::Tensor> global_;           // per bucket, CPU float32
   std::vector<cz::CocktailCodec*> servers_;  // per bucket; owned by exchange_
+  std::vector<cz::Codec*> codecs_;           // every worker and server codec; owned by exchange_
+  std::optional<Adjustment> adjustment_;     // AdjustCodec's, until the next exchange starts
   ShardedExchange exchange_;
 
   std::thread worker_;

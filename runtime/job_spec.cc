@@ -97,6 +97,20 @@ void BindCodec(Binder& b, cz::CodecConfig* c) {
   b.Field("threads", &c->threads);
 }
 
+// compression.adaptive's mapping form (its boolean form is `enabled` alone).
+template <typename Binder>
+void BindAdaptive(Binder& b, AdaptiveCompressionSettings* a) {
+  b.Field("enabled", &a->enabled);
+  b.Field("min_bits", &a->min_bits);
+  b.Field("max_bits", &a->max_bits);
+  b.Field("max_relative_error", &a->max_relative_error);
+  b.Field("hide_fraction", &a->hide_fraction);
+  b.Field("raise_fraction", &a->raise_fraction);
+  b.Field("interval_steps", &a->interval_steps);
+  b.Field("announce_steps", &a->announce_steps);
+  b.Field("min_topk_ratio", &a->min_topk_ratio);
+}
+
 // The whole file, in the order of docs/job-spec.md.
 template <typename Binder>
 void BindJob(Binder& b, JobSpec* spec) {
@@ -142,6 +156,8 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("warmup_epochs", &cs.warmup_epochs);
     s.Field("fused_embedding_sync", &cs.fused_embedding_sync);
     s.Field("compress_embedding_sync", &cs.compress_embedding_sync);
+    s.SwitchSection("adaptive", &cs.adaptive.enabled,
+                    [&](auto& m) { BindAdaptive(m, &cs.adaptive); });
   });
   OptimizerSettings& o = a.optimizer;
   b.Section("optimizer", [&](auto& s) {
@@ -302,14 +318,7 @@ class YamlReader {
   }
   void Field(const char* key, bool* value) {
     if (const YAML::Node* node = Take(key)) {
-      const std::string text = node->IsScalar() ? node->Scalar() : std::string();
-      if (text == "true" || text == "yes" || text == "on") {
-        *value = true;
-      } else if (text == "false" || text == "no" || text == "off") {
-        *value = false;
-      } else {
-        Mismatch(PathOf(key), "true or false", *node);
-      }
+      if (!ReadBool(*node, value)) Mismatch(PathOf(key), "true or false", *node);
     }
   }
   void Field(const char* key, int* value) {
@@ -420,6 +429,23 @@ class YamlReader {
     section.Finish();
   }
 
+  // A switch with settings: a boolean sets `*enabled` alone; a mapping is read as a section
+  // whose keys include the switch's own, which defaults to true there, since writing the
+  // settings of something means wanting it (`adaptive: {min_bits: 3}` turns it on).
+  template <typename Body>
+  void SwitchSection(const char* key, bool* enabled, Body body) {
+    const YAML::Node* node = Take(key);
+    if (node == nullptr) return;
+    if (!node->IsMap()) {
+      if (!ReadBool(*node, enabled)) Mismatch(PathOf(key), "true, false or a mapping", *node);
+      return;
+    }
+    *enabled = true;
+    YamlReader section(*node, PathOf(key), log_);
+    body(section);
+    section.Finish();
+  }
+
   // Logs every key no Field/Enum/Section call took.
   void Finish() {
     for (const auto& [key, mark] : marks_) {
@@ -450,6 +476,17 @@ class YamlReader {
     if (node.IsSequence()) got = "a list";
     if (node.IsMap()) got = "a mapping";
     Fail(path, node.Mark(), "expected " + expected + ", got " + got);
+  }
+  static bool ReadBool(const YAML::Node& node, bool* value) {
+    const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+    if (text == "true" || text == "yes" || text == "on") {
+      *value = true;
+    } else if (text == "false" || text == "no" || text == "off") {
+      *value = false;
+    } else {
+      return false;
+    }
+    return true;
   }
   bool ReadInt(const char* key, const YAML::Node& node, int64_t* value) {
     if (node.IsScalar() && ParseWholeInt(node.Scalar(), value)) return true;
@@ -548,6 +585,11 @@ class YamlWriter {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
     body(*this);
     out_ << YAML::EndMap;
+  }
+  // Always the mapping form, switch included: every key written.
+  template <typename Body>
+  void SwitchSection(const char* key, bool*, Body body) {
+    Section(key, body);
   }
 
  private:

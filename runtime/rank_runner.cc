@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 #include "models/init_random_model.h"
@@ -64,6 +65,29 @@ nlohmann::json TrafficJson(const std::vector<LinkTraffic>& traffic) {
 }
 
 }  // namespace
+
+std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& path) {
+  auto file = std::make_shared<CodecChangeFile>(path);
+  return [file]() {
+    std::vector<CodecChange> changes;
+    StatusOr<std::vector<CodecChangeFileLine>> lines = file->Poll();
+    if (!lines.ok()) {
+      spdlog::error("--config-changes {}: {}", file->path(), lines.status().message());
+      return changes;
+    }
+    for (CodecChangeFileLine& line : *lines) {
+      if (!line.status.ok()) {
+        spdlog::error("--config-changes {} line {}: {} (skipped)", file->path(), line.number,
+                      line.status.message());
+        continue;
+      }
+      spdlog::info("--config-changes {} line {}: scheduled {}", file->path(), line.number,
+                   CodecChangeLine(line.change));
+      changes.push_back(std::move(line.change));
+    }
+    return changes;
+  };
+}
 
 nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& r) {
   nlohmann::json line = {
@@ -141,10 +165,16 @@ Status RunRank(const RankRunOptions& options,
   if (!resumed.ok()) return resumed.status().WithContext(where + ": resuming");
   if (*resumed > 0) spdlog::info("{}: resumed from the checkpoint of step {}", where, *resumed);
 
-  const Status status = (*runtime)->Run([&](const StepResult& result) {
-    if (on_step) on_step(result);
-    spdlog::debug("{}: step {} took {:.3f} s", where, result.step, result.step_seconds);
-  });
+  StageRuntime& rank = **runtime;
+  const Status status = rank.Run(
+      [&](const StepResult& result) {
+        if (on_step) on_step(result);
+        spdlog::debug("{}: step {} took {:.3f} s", where, result.step, result.step_seconds);
+      },
+      [&] {
+        if (!options.poll_changes) return;
+        for (const CodecChange& change : options.poll_changes()) rank.ScheduleCodecChange(change);
+      });
   if (!status.ok()) return status.WithContext(where);
   spdlog::info("{}: trained to step {}", where, (*runtime)->step());
   return OkStatus();

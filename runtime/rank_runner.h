@@ -8,11 +8,13 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "common/status.h"
+#include "runtime/config_change.h"
 #include "runtime/stage_assignment.h"
 #include "runtime/stage_runtime.h"
 
@@ -29,7 +31,15 @@ struct RankRunOptions {
   // Where weights initialised from model_init_seed go (a directory of this rank's own);
   // empty: a directory under the system's temporary directory, removed when RunRank returns.
   std::string init_dir;
+  // Called once before each step starts; what it returns is scheduled on the runtime
+  // (StageRuntime::ScheduleCodecChange). Null: the settings never change.
+  std::function<std::vector<CodecChange>()> poll_changes;
 };
+
+// A poll_changes over the file `path` (--config-changes; CodecChangeFile): each new change is
+// logged and returned; a bad line or an unreadable file is logged as an error ("--config-changes
+// PATH line 3: forward_bits: 9 is outside 2..8") and skipped, never stopping training.
+std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& path);
 
 // Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step.
 Status RunRank(const RankRunOptions& options, const std::function<void(const StepResult&)>& on_step);

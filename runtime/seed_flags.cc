@@ -186,6 +186,15 @@ class SeedFlags {
                         c->bind_address = v;
                         return OkStatus();
                       });
+    Flag<std::string>("--config-changes",
+                      "file of codec changes (one JSON line each: effective_step, forward_bits, "
+                      "backward_bits, dp_bits, dp_topk_ratio, reason), polled before every step; "
+                      "it need not exist yet",
+                      [](S v, SeedRunConfig* c) {
+                        if (v.empty()) return InvalidArgument("--config-changes: empty path");
+                        c->config_changes_path = v;
+                        return OkStatus();
+                      });
 
     // Model and data.
     Set<std::string>("--model-name", "model directory (model.dir)",

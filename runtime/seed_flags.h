@@ -33,6 +33,9 @@ struct SeedRunConfig {
   std::string bind_address;    // --bind-address: the interface to listen on; empty: any
   // --n-epochs (0: not given); also in assignment.training.epochs unless --total-steps is given.
   int64_t n_epochs = 0;
+  // --config-changes: a file of adaptive-compression changes (runtime/config_change.h), polled
+  // before every step; empty: none.
+  std::string config_changes_path;
 };
 
 // argv[0] is the program name, as in main().

@@ -84,6 +84,72 @@ class ProblemList {
   std::vector<FieldProblem> problems_;
 };
 
+// Codecs whose bits adaptive compression can change mid-run (ConfigChange's CodecOverride).
+bool HasAdjustableBits(const compression::CodecConfig& codec) {
+  using compression::CodecId;
+  return codec.codec == CodecId::kFixpoint || codec.codec == CodecId::kDelta ||
+         codec.codec == CodecId::kDeltaLowBits || codec.codec == CodecId::kTah;
+}
+
+// compression.adaptive: its ranges always (a disabled block is still read and written back);
+// whether the job has anything to adapt only when it is on.
+void AddAdaptiveProblems(const StageAssignment& a, ProblemList& p) {
+  const AdaptiveCompressionSettings& ad = a.compression.adaptive;
+  const auto in_bits_range = [](int bits) { return bits >= 2 && bits <= 8; };
+  if (!in_bits_range(ad.min_bits)) {
+    p.Add("compression.adaptive.min_bits", Show(ad.min_bits) + " is outside 2..8");
+  }
+  if (!in_bits_range(ad.max_bits)) {
+    p.Add("compression.adaptive.max_bits", Show(ad.max_bits) + " is outside 2..8");
+  } else if (in_bits_range(ad.min_bits) && ad.max_bits < ad.min_bits) {
+    p.Add("compression.adaptive.max_bits",
+          Show(ad.max_bits) + " is below min_bits " + Show(ad.min_bits),
+          {"compression.adaptive.min_bits"});
+  }
+  p.Positive("compression.adaptive.max_relative_error", ad.max_relative_error);
+  const bool hide_ok = ad.hide_fraction > 0 && ad.hide_fraction <= 1;
+  if (!hide_ok) {
+    p.Add("compression.adaptive.hide_fraction", Show(ad.hide_fraction) + " is outside (0, 1]");
+  }
+  if (!(ad.raise_fraction > 0)) {
+    p.Add("compression.adaptive.raise_fraction", Show(ad.raise_fraction) + " is not positive");
+  } else if (hide_ok && !(ad.raise_fraction < ad.hide_fraction)) {
+    // Equal fractions would let a link that just hides be raised and lowered in turn.
+    p.Add("compression.adaptive.raise_fraction",
+          Show(ad.raise_fraction) + " is not below hide_fraction " + Show(ad.hide_fraction) +
+              " (the hysteresis band between them must not be empty)",
+          {"compression.adaptive.hide_fraction"});
+  }
+  p.Positive("compression.adaptive.interval_steps", ad.interval_steps);
+  p.Positive("compression.adaptive.announce_steps", ad.announce_steps);
+  if (!(ad.min_topk_ratio > 0 && ad.min_topk_ratio <= 1)) {
+    p.Add("compression.adaptive.min_topk_ratio", Show(ad.min_topk_ratio) + " is outside (0, 1]");
+  }
+  if (!ad.enabled) return;
+  const CompressionSettings& c = a.compression;
+  for (const auto& [block, codec] : {std::pair{"compression.forward", &c.forward},
+                                     std::pair{"compression.backward", &c.backward}}) {
+    if (codec->codec == compression::CodecId::kTah && ad.max_bits == 2) {
+      // Its low units would take bits - 1 = 1, which tah does not have.
+      p.Add("compression.adaptive.max_bits",
+            std::string("2 leaves the tah codec of ") + block + " no bits to choose (it needs 3)",
+            {block});
+      break;
+    }
+  }
+  const bool pipeline = a.num_stages > 1 && (HasAdjustableBits(c.forward) ||
+                                             HasAdjustableBits(c.backward));
+  const bool cocktail = a.dp_size > 1 && c.data_parallel.mode == DataParallelMode::kCocktail;
+  if (!pipeline && !cocktail) {
+    p.Add("compression.adaptive",
+          "nothing to adapt: it needs pipeline.stages > 1 with a compression.forward or "
+          "compression.backward codec of fixpoint, delta, delta-lowbits or tah, or "
+          "data_parallel.replicas > 1 with data_parallel.mode cocktail",
+          {"compression.forward", "compression.backward", "compression.data_parallel.mode",
+           "num_stages", "dp_size"});
+  }
+}
+
 }  // namespace
 
 const char* ScheduleKindName(ScheduleKind kind) { return NameOf(kind, kScheduleNames); }
@@ -156,6 +222,7 @@ std::vector<FieldProblem> StageAssignment::Problems() const {
   if (dp.mode == DataParallelMode::kCocktail || dp.mode == DataParallelMode::kQuantizedMomentum) {
     p.Codec("compression.data_parallel.codec", dp.codec);
   }
+  AddAdaptiveProblems(*this, p);
 
   p.Positive("training.micro_batch_size", training.micro_batch_size);
   p.Positive("training.micro_batches", training.micro_batches);

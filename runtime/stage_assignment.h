@@ -81,6 +81,34 @@ struct DataParallelSettings {
   bool overlap = true;
 };
 
+// compression.adaptive: the coordinator picks each rank's bits per link and direction at run time
+// (coordinator/adaptive_controller.h, docs/adaptive.md). The runtime itself only applies the
+// ConfigChanges it is sent; these settings are the controller's.
+struct AdaptiveCompressionSettings {
+  // In the job YAML, `adaptive: true` or a mapping of these keys (on unless enabled: false).
+  // When on, the job needs an adjustable send: stages > 1 with a forward or backward codec of
+  // fixpoint/delta/delta-lowbits/tah, or replicas > 1 with data-parallel mode cocktail.
+  bool enabled = false;
+  // The range of bits it may choose (forward/backward bits, tah high_bits; cocktail
+  // quant_bits), within 2..8. tah never goes below 3: its low units take bits - 1.
+  int min_bits = 2;
+  int max_bits = 8;
+  // The error floor: never fewer bits than keep a pipeline link's estimated relative error
+  // ||x - x̂|| / ||x|| at or below this.
+  double max_relative_error = 0.3;
+  // Lower the bits when a link's transfer would take more than hide_fraction of the compute it
+  // hides behind; raise them only when the higher setting would take at most raise_fraction of
+  // it (the gap between the two is the hysteresis that stops flapping).
+  double hide_fraction = 0.8;
+  double raise_fraction = 0.5;
+  // At least this many steps between two changes of one link.
+  int64_t interval_steps = 3;
+  // A change takes effect this many steps after the newest step the coordinator heard of.
+  int64_t announce_steps = 2;
+  // cocktail: below min_bits the controller halves topk_ratio, down to this.
+  double min_topk_ratio = 0.02;
+};
+
 struct CompressionSettings {
   compression::CodecConfig forward;   // activations sent downstream
   compression::CodecConfig backward;  // activation gradients sent upstream
@@ -103,6 +131,7 @@ struct CompressionSettings {
   // benchmark it cut that traffic 175x but cost 5% of final loss on gpt2-tiny, whose embedding is
   // 94% of its weights; Megatron and Optimus-CC keep this sum uncompressed.
   bool compress_embedding_sync = false;
+  AdaptiveCompressionSettings adaptive;
 };
 
 struct TrainingSettings {

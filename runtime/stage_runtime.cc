@@ -1,7 +1,11 @@
 #include "runtime/stage_runtime.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 #include "compression/delta_codec.h"
 #include "models/model_config.h"
@@ -42,6 +46,17 @@ StatusOr<models::StagePlan> PlanOf(const StageAssignment& assignment,
   plan.is_last = assignment.is_last_stage();
   GEOTRAIN_RETURN_IF_ERROR(models::ValidateStagePlan(plan, config));
   return plan;
+}
+
+// The width adaptive compression changes: tah's high_bits, every other codec's bits.
+int WidthOf(const compression::CodecConfig& config) {
+  return config.codec == compression::CodecId::kTah ? config.high_bits : config.bits;
+}
+
+std::string Number(double value) {
+  std::ostringstream s;
+  s << value;
+  return s.str();
 }
 
 // A link end's cumulative totals (zeros where the stage has no such link).
@@ -144,6 +159,7 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   dp.seed = assignment.training.seed;
   GEOTRAIN_ASSIGN_OR_RETURN(runtime->data_parallel_,
                             CreateDataParallelSync(assignment.compression.data_parallel, std::move(dp)));
+  runtime->data_parallel_settings_ = assignment.compression.data_parallel;
 
   const CompressionSettings& compression = assignment.compression;
   auto stage_name = [&](int stage) {
@@ -231,6 +247,7 @@ StatusOr<StepResult> StageRuntime::Step() {
 }
 
 StatusOr<StepResult> StageRuntime::TrainStep() {
+  ApplyDueCodecChanges();
   const Clock::time_point start = Clock::now();
   StepResult result;
   GEOTRAIN_RETURN_IF_ERROR(RunSchedule(&result));
@@ -245,10 +262,16 @@ void StageRuntime::MeasureTraffic(StepResult* result) {
   // The step's codecs; an evaluation in the same period sends float32 whatever they are.
   const bool compressed = result->compressed;
   TrafficPeriod period;
-  period.activation_bits = compressed ? CodecBits(compression.forward) : 32;
-  period.gradient_bits = compressed ? CodecBits(compression.backward) : 32;
+  // Sent: the codecs as adaptive compression left them. Received: the job's settings, since a
+  // peer's own changes are not told to this rank (its frames carry them; its report shows them).
+  period.activation_bits =
+      compressed ? CodecBits(to_next_ ? to_next_->codec_config() : compression.forward) : 32;
+  period.gradient_bits =
+      compressed ? CodecBits(to_prev_ ? to_prev_->codec_config() : compression.backward) : 32;
+  period.received_activation_bits = compressed ? CodecBits(compression.forward) : 32;
+  period.received_gradient_bits = compressed ? CodecBits(compression.backward) : 32;
   period.data_parallel_bits =
-      compressed ? DataParallelBits(compression.data_parallel, assignment_.stage) : 32;
+      compressed ? DataParallelBits(data_parallel_settings_, assignment_.stage) : 32;
   period.embedding_bits =
       compressed && compressed_embedding_ ? CodecBits(compression.data_parallel.codec) : 32;
   period.activation_relative_error = result->forward_relative_error;
@@ -396,6 +419,87 @@ Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroB
   }
   mb = MicroBatch{};  // frees the activations of this micro-batch
   return OkStatus();
+}
+
+void StageRuntime::ScheduleCodecChange(const CodecChange& change) {
+  const auto at = std::upper_bound(
+      scheduled_changes_.begin(), scheduled_changes_.end(), change.effective_step,
+      [](int64_t step, const CodecChange& queued) { return step < queued.effective_step; });
+  scheduled_changes_.insert(at, change);
+}
+
+void StageRuntime::ApplyDueCodecChanges() {
+  const int64_t step = step_ + 1;  // numbered as its StepResult will be
+  auto due = scheduled_changes_.begin();
+  for (; due != scheduled_changes_.end() && due->effective_step <= step; ++due) {
+    const CodecChange& change = *due;
+    const std::string when =
+        change.effective_step < step
+            ? "step " + std::to_string(step) + " (late: announced for step " +
+                  std::to_string(change.effective_step) + ")"
+            : "step " + std::to_string(step);
+    const std::string why = change.reason.empty() ? "" : " (" + change.reason + ")";
+    if (change.forward_bits != 0) {
+      AdjustPipelineLink(to_next_.get(), "forward", change.forward_bits, when, why);
+    }
+    if (change.backward_bits != 0) {
+      AdjustPipelineLink(to_prev_.get(), "backward", change.backward_bits, when, why);
+    }
+    if (change.dp_bits != 0 || change.dp_topk_ratio != 0) AdjustDataParallel(change, when, why);
+  }
+  scheduled_changes_.erase(scheduled_changes_.begin(), due);
+}
+
+void StageRuntime::AdjustPipelineLink(TensorSender* sender, const char* direction, uint32_t bits,
+                                      const std::string& when, const std::string& why) {
+  if (sender == nullptr) {
+    spdlog::warn("{}: {} bits {} not applied: stage {} has no {} link{}", when, direction, bits,
+                 assignment_.stage, direction, why);
+    return;
+  }
+  const compression::CodecConfig before = sender->codec_config();
+  StatusOr<compression::CodecConfig> after = WithPipelineBits(before, bits);
+  const Status applied = after.ok() ? sender->Reconfigure(*after) : after.status();
+  if (!applied.ok()) {
+    spdlog::warn("{}: {} bits {} not applied, the link keeps {}: {}{}", when, direction, bits,
+                 before.Describe(), applied.message(), why);
+    return;
+  }
+  std::string low;
+  if (before.codec == compression::CodecId::kTah && before.low_bits != after->low_bits) {
+    low = ", tah low_bits " + std::to_string(before.low_bits) + " -> " +
+          std::to_string(after->low_bits);
+  }
+  spdlog::info("{}: {} bits {} -> {}{}{}", when, direction, WidthOf(before), WidthOf(*after), low,
+               why);
+}
+
+void StageRuntime::AdjustDataParallel(const CodecChange& change, const std::string& when,
+                                      const std::string& why) {
+  const DataParallelSettings& before = data_parallel_settings_;
+  StatusOr<DataParallelSettings> after =
+      WithDataParallelChange(before, change.dp_bits, change.dp_topk_ratio);
+  // One replica has no exchange whose codecs could change; its settings still follow.
+  Status applied = after.status();
+  if (after.ok() && assignment_.dp_size > 1) {
+    applied = data_parallel_->AdjustCodec(change.dp_bits, change.dp_topk_ratio);
+  }
+  if (!applied.ok()) {
+    spdlog::warn("{}: data-parallel change (bits {}, topk_ratio {}) not applied: {}{}", when,
+                 change.dp_bits, Number(change.dp_topk_ratio), applied.message(), why);
+    return;
+  }
+  std::string what;
+  if (change.dp_bits != 0) {
+    what = " bits " + std::to_string(before.codec.quant_bits) + " -> " +
+           std::to_string(after->codec.quant_bits);
+  }
+  if (change.dp_topk_ratio != 0) {
+    what += std::string(what.empty() ? "" : ",") + " topk_ratio " +
+            Number(before.codec.topk_ratio) + " -> " + Number(after->codec.topk_ratio);
+  }
+  spdlog::info("{}: data-parallel{}{}", when, what, why);
+  data_parallel_settings_ = std::move(after).value();
 }
 
 Status StageRuntime::FlushSends() {
@@ -621,9 +725,11 @@ StatusOr<int64_t> StageRuntime::Resume() {
   return step_;
 }
 
-Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step) {
+Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step,
+                         const std::function<void()>& before_step) {
   const TrainingSettings& training = assignment_.training;
   while (step_ < training.total_steps) {
+    if (before_step) before_step();
     GEOTRAIN_ASSIGN_OR_RETURN(StepResult result, TrainStep());
     if (training.eval_every > 0 && step_ % training.eval_every == 0 && data_->has_validation()) {
       const Clock::time_point start = Clock::now();

@@ -14,6 +14,13 @@
 // Every stage decides the same things from the step number alone (warm-up, learning rate), so
 // they need no extra messages to agree.
 //
+// Adaptive compression: ScheduleCodecChange queues new bits for this rank's sends; each step
+// first applies every queued change whose effective_step it has reached (a late one at the next
+// step), between steps, when the send queues are flushed: the link codecs and the cocktail
+// codecs are reconfigured in place, keeping their state (delta caches, residuals), and a
+// cocktail exchange in flight keeps the settings it started with. Frames name their bits, so the
+// receivers follow without being told. A change the codec cannot take is logged and skipped.
+//
 // Checkpoints (checkpoint_store.h) hold the stage's weights, AdamW's state, the data-parallel
 // state and the data position. Codec state of the pipeline links is not saved; the rule for
 // rebuilding it: a resumed run starts with fresh link codecs on both ends (empty delta caches,
@@ -35,6 +42,7 @@
 #include "models/transformer/stage.h"
 #include "runtime/adamw.h"
 #include "runtime/checkpoint_store.h"
+#include "runtime/config_change.h"
 #include "runtime/data_parallel_sync.h"
 #include "runtime/embedding_sync.h"
 #include "runtime/pipeline_schedule.h"
@@ -108,8 +116,15 @@ class StageRuntime {
   StatusOr<int64_t> Resume();
 
   // Runs steps until training.total_steps, evaluating and checkpointing at their cadence (and a
-  // final checkpoint when checkpoints are on). `on_step` sees every step's result.
-  Status Run(const std::function<void(const StepResult&)>& on_step);
+  // final checkpoint when checkpoints are on). `on_step` sees every step's result;
+  // `before_step`, when set, runs before each step starts (where changes get scheduled).
+  Status Run(const std::function<void(const StepResult&)>& on_step,
+             const std::function<void()>& before_step = nullptr);
+
+  // Queues `change` for the first step numbered >= change.effective_step (StepResult::step
+  // numbering), or the next step when that one has passed. Changes of one step apply in
+  // effective_step order, then in the order they were scheduled.
+  void ScheduleCodecChange(const CodecChange& change);
 
   // One training step (the four parts above), its traffic measured up to its end.
   StatusOr<StepResult> Step();
@@ -143,6 +158,12 @@ class StageRuntime {
   Status Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches, bool compress,
                   StepPhases* phases);
   Status FlushSends();
+  // Applies the scheduled changes due at the step about to run (step_ + 1).
+  void ApplyDueCodecChanges();
+  void AdjustPipelineLink(TensorSender* sender, const char* direction, uint32_t bits,
+                          const std::string& when, const std::string& why);
+  void AdjustDataParallel(const CodecChange& change, const std::string& when,
+                          const std::string& why);
   net::Timeout timeout() const;
   std::string DataParallelErrorContext() const;
   // The tied embedding copy of this stage, when it takes part in embedding sync.
@@ -172,6 +193,11 @@ class StageRuntime {
   // The tied-embedding sync's cumulative bytes sent (raw: float32 equivalent), like the dp sync's.
   DataParallelTraffic embedding_traffic_;
   std::unique_ptr<StepTrafficMeter> traffic_meter_;
+  // ScheduleCodecChange's, sorted by effective_step, until applied.
+  std::vector<CodecChange> scheduled_changes_;
+  // The data-parallel settings as adaptive compression left them (the step reports' bits);
+  // assignment_.compression keeps the job's, which the peers' frames arrive in.
+  DataParallelSettings data_parallel_settings_;
   int64_t step_ = 0;
 };
 

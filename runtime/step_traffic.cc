@@ -162,7 +162,13 @@ void StepTrafficMeter::Measure(const TrafficPeriod& period, std::vector<LinkTraf
             const bool activation = sent == (link.group == Group::kDownstream);
             entry.kind = activation ? TrafficKind::kActivation : TrafficKind::kGradient;
             entry.raw_bytes = declared_raw;
-            entry.bits = activation ? period.activation_bits : period.gradient_bits;
+            if (sent) {
+              entry.bits = activation ? period.activation_bits : period.gradient_bits;
+            } else {
+              entry.bits = activation
+                               ? period.received_activation_bits.value_or(period.activation_bits)
+                               : period.received_gradient_bits.value_or(period.gradient_bits);
+            }
             if (sent) {
               entry.relative_error = activation ? period.activation_relative_error
                                                 : period.gradient_relative_error;

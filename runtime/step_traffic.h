@@ -73,6 +73,10 @@ uint32_t DataParallelBits(const DataParallelSettings& settings, int stage);
 struct TrafficPeriod {
   uint32_t activation_bits = 32;
   uint32_t gradient_bits = 32;
+  // The received pipeline frames' bits when they may differ from the sent ones (adaptive
+  // compression changes each rank's sends on their own); unset: the sent kind's bits.
+  std::optional<uint32_t> received_activation_bits;
+  std::optional<uint32_t> received_gradient_bits;
   uint32_t data_parallel_bits = 32;
   uint32_t embedding_bits = 32;
   double activation_relative_error = 0;  // mean over the activation frames this rank sent

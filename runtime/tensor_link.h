@@ -63,6 +63,16 @@ class TensorSender {
   // Waits until every queued message has been sent; the first send error if any.
   Status Flush();
 
+  // Adaptive compression: replaces the link codec's tunable parameters (bits) for the next
+  // Send on, keeping its state (a delta codec's activation cache). Only `config`'s codec id may
+  // not change. Encoding happens on the caller's thread, so this is safe between two Sends even
+  // while earlier messages are still queued: they were encoded already.
+  Status Reconfigure(const compression::CodecConfig& config) {
+    return compressed_->Reconfigure(config);
+  }
+  // The link codec's settings as they are now (the warm-up's plain float32 codec aside).
+  const compression::CodecConfig& codec_config() const { return compressed_->config(); }
+
   const LinkTotals& totals() const { return totals_; }
   // Records "encode" and (on the send thread) "send" spans per message in `trace`, which must
   // outlive us.

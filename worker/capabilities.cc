@@ -41,6 +41,7 @@ geotrain::v1::WorkerCapabilities DetectCapabilities(const CapabilityFlags& flags
   caps.set_advertise_address(flags.advertise_address);
   caps.set_data_port_min(flags.data_port_min);
   caps.set_data_port_max(flags.data_port_max);
+  caps.set_probe_port(flags.probe_port);
   caps.set_region(flags.region);
   caps.set_cpu_count(CpuCount());
   caps.set_version(WorkerVersion());

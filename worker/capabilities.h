@@ -19,6 +19,7 @@ struct CapabilityFlags {
   std::string region;             // --region
   uint32_t data_port_min = 0;     // --port-min (0 and 0: ephemeral ports)
   uint32_t data_port_max = 0;     // --port-max
+  uint32_t probe_port = 0;        // the bound port of --probe-listen (0: no probe server)
 };
 
 geotrain::v1::WorkerCapabilities DetectCapabilities(const CapabilityFlags& flags);

@@ -1,7 +1,7 @@
 // geotrain-worker: the worker daemon on each machine (worker/README.md). This file parses flags
 // and wires the parts; `geotrain-worker task ...` is the hidden subcommand each task child runs.
-// Exit codes: 0 after SIGINT/SIGTERM, 1 a local failure (worker id file, a metrics address that
-// cannot be bound), 2 bad flags; the task child's are in task_command.h.
+// Exit codes: 0 after SIGINT/SIGTERM, 1 a local failure (worker id file, a metrics or probe
+// address that cannot be bound), 2 bad flags; the task child's are in task_command.h.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -20,6 +20,8 @@
 
 #include "common/metrics/metrics_endpoint.h"
 #include "worker/capabilities.h"
+#include "worker/link_probe_runner.h"
+#include "worker/link_probe_server.h"
 #include "worker/outbox.h"
 #include "worker/task_command.h"
 #include "worker/task_end.h"
@@ -155,11 +157,29 @@ int DaemonMain(int argc, char** argv) {
     spdlog::info("metrics off (--metrics-listen is empty)");
   }
 
+  // Peers probe this worker at --advertise's host and the port bound here.
+  std::unique_ptr<LinkProbeServer> probe_server;
+  if (!flags.probe_listen.empty()) {
+    auto server = LinkProbeServer::Start(flags.probe_listen, "--probe-listen");
+    if (!server.ok()) {
+      spdlog::error("{}", server.status().message());
+      return kExitFailure;
+    }
+    probe_server = std::move(server).value();
+    std::cout << "probes on " << probe_server->address() << std::endl;
+    spdlog::info("link probes answered on {}", probe_server->address());
+  } else {
+    spdlog::info("link probes off (--probe-listen is empty): the coordinator measures this "
+                 "worker's links from training traffic only");
+  }
+
   CapabilityFlags capability_flags;
   capability_flags.advertise_address = flags.advertise;
   capability_flags.region = flags.region;
   capability_flags.data_port_min = static_cast<uint32_t>(flags.port_min);
   capability_flags.data_port_max = static_cast<uint32_t>(flags.port_max);
+  capability_flags.probe_port =
+      probe_server != nullptr ? static_cast<uint32_t>(probe_server->port()) : 0;
   SessionOptions session_options;
   session_options.coordinator = flags.coordinator;
   session_options.work_dir = flags.work_dir;
@@ -183,6 +203,10 @@ int DaemonMain(int argc, char** argv) {
   Wakeup wakeup;
   Outbox outbox(OutboxLimits{}, [&wakeup] { wakeup.Notify(); });
   TaskSupervisor supervisor(supervisor_options, &outbox, [&wakeup] { wakeup.Notify(); });
+  // Declared after the wakeup and before the session: destroyed (its probe cancelled and its
+  // thread joined) once the session has returned.
+  LinkProbeRunner probes(LinkProbeRunnerOptions{}, [&wakeup] { wakeup.Notify(); });
+  session_options.probes = &probes;
   WorkerSession session(session_options, &supervisor, &outbox, &wakeup);
   SignalWatcher watcher(&session);
   const geotrain::Status status = session.Run();

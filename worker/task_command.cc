@@ -32,7 +32,11 @@ Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& 
   run.group_prefix = "geotrain";
   // RunRank uses it only for weights from model_init_seed; inside the task directory it is kept
   // for inspection and cleaned up with the task.
-  run.init_dir = (std::filesystem::path(options.assignment_path).parent_path() / "init").string();
+  const std::filesystem::path task_dir = std::filesystem::path(options.assignment_path).parent_path();
+  run.init_dir = (task_dir / "init").string();
+  run.poll_changes = runtime::CodecChangePoller(
+      options.config_changes_path.empty() ? (task_dir / kConfigChangesFileName).string()
+                                          : options.config_changes_path);
   // A job of one rank joins no group and needs no rendezvous.
   if (stage.world_size() > 1) {
     const auto timeout =

@@ -3,7 +3,9 @@
 //
 // Reads the Assignment file, derives the rank's StageAssignment (task_assignment.h), forms the
 // job's groups through a CoordinatorStore scoped to the assignment's rendezvous, and trains with
-// runtime::RunRank. Each step prints one JSON line (runtime::StepResultJson) on stdout, flushed;
+// runtime::RunRank. Before every step it polls the task's config-changes.jsonl (next to the
+// assignment file unless config_changes_path names another), where the daemon appends the
+// coordinator's ConfigChanges (runtime/config_change.h). Each step prints one JSON line (runtime::StepResultJson) on stdout, flushed;
 // logs go to stderr. Exit codes: 0 trained to the end, 1 training failed, 2 bad assignment or
 // job file (the daemon reports those as permanent failures).
 #pragma once
@@ -12,11 +14,17 @@
 
 namespace geotrain::worker {
 
+// The file in a task's directory where the daemon appends the task's codec changes.
+inline constexpr char kConfigChangesFileName[] = "config-changes.jsonl";
+
 struct TaskCommandOptions {
   std::string coordinator;      // HOST:PORT of the coordinator (its Rendezvous service)
   std::string assignment_path;  // WORK_DIR/tasks/<task>/assignment.pb
   std::string bind_address;     // where Gloo listens; the daemon's --advertise
   int threads = 0;              // intra-op threads; 0: LibTorch's default
+  // --config-changes: the codec changes to poll; empty: kConfigChangesFileName in the
+  // assignment file's directory (the daemon's task directory).
+  std::string config_changes_path;
 };
 
 // Returns the process's exit code.

@@ -1,11 +1,17 @@
 #include "worker/task_supervisor.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
+#include "runtime/config_change.h"
 #include "worker/assignment_file.h"
+#include "worker/task_command.h"
 
 namespace geotrain::worker {
 namespace fs = std::filesystem;
@@ -17,6 +23,45 @@ geotrain::v1::TaskStatus Failed(const TaskKey& key, const std::string& message, 
   status.set_message(message);
   status.set_permanent(permanent);
   return status;
+}
+
+runtime::CodecChange CodecChangeOf(const geotrain::v1::ConfigChange& message) {
+  runtime::CodecChange change;
+  change.effective_step = message.effective_step();
+  change.forward_bits = message.forward().bits();
+  change.backward_bits = message.backward().bits();
+  change.dp_bits = message.data_parallel().bits();
+  change.dp_topk_ratio = message.data_parallel().topk_ratio();
+  change.reason = message.reason();
+  return change;
+}
+
+// Creates (or empties) `path`, the file a new task's changes will be appended to.
+Status CreateEmptyFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Unavailable(path + ": cannot create: " + std::strerror(errno));
+  ::close(fd);
+  return OkStatus();
+}
+
+// Appends `line` and its newline with one write() on an O_APPEND descriptor: the child's poller
+// sees the line whole or waits for its newline, never a mix of two lines.
+Status AppendLine(const std::string& path, std::string line) {
+  line.push_back('\n');
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return Unavailable(path + ": cannot open: " + std::strerror(errno));
+  ssize_t written;
+  do {
+    written = ::write(fd, line.data(), line.size());
+  } while (written < 0 && errno == EINTR);
+  const int error = errno;
+  ::close(fd);
+  if (written < 0) return Unavailable(path + ": cannot append: " + std::strerror(error));
+  if (static_cast<size_t>(written) != line.size()) {
+    return Unavailable(path + ": appended " + std::to_string(written) + " of " +
+                       std::to_string(line.size()) + " bytes (disk full?)");
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -49,14 +94,9 @@ void TaskSupervisor::Handle(const geotrain::v1::CoordinatorMessage& message) {
     case geotrain::v1::CoordinatorMessage::kStop:
       Stop(message.stop());
       return;
-    case geotrain::v1::CoordinatorMessage::kConfig: {
-      const auto& config = message.config();
-      spdlog::warn(
-          "job {} generation {}: configuration change for step {} not applied: the runtime cannot "
-          "change its compression settings mid-run, so the task keeps its current ones",
-          config.job_id(), config.generation(), config.effective_step());
+    case geotrain::v1::CoordinatorMessage::kConfig:
+      ChangeConfig(message.config());
       return;
-    }
     case geotrain::v1::CoordinatorMessage::kForget:
       Forget(message.forget());
       return;
@@ -94,13 +134,16 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
   table_.Add(key.Status(geotrain::v1::TASK_STATE_STARTING));
   PublishTaskCountsLocked();
   outbox_->PushStatus(key.Status(geotrain::v1::TASK_STATE_STARTING));
-  const fs::path dir = fs::path(options_.work_dir) / "tasks" / key.DirName();
+  const fs::path dir = TaskDir(key);
   const std::string assignment_path = (dir / "assignment.pb").string();
   std::error_code ec;
   fs::create_directories(dir, ec);
   Status prepared =
       ec ? Unavailable(dir.string() + ": cannot create the task directory: " + ec.message())
          : WriteAssignmentFile(assignment_path, assignment);
+  // Empty, so a directory left by an earlier run of this task replays none of its changes. The
+  // child finds it next to its assignment file (task_command.h).
+  if (prepared.ok()) prepared = CreateEmptyFile((dir / kConfigChangesFileName).string());
   if (!prepared.ok()) {
     spdlog::error("task {}: {}", key.Describe(), prepared.message());
     SetStatusLocked(Failed(key, prepared.message(), /*permanent=*/false));
@@ -163,6 +206,43 @@ void TaskSupervisor::Forget(const geotrain::v1::ForgetTask& forget) {
     spdlog::warn("told to forget job {} generation {} while its task still runs; it stays listed",
                  forget.job_id(), forget.generation());
   }
+}
+
+void TaskSupervisor::ChangeConfig(const geotrain::v1::ConfigChange& message) {
+  const runtime::CodecChange change = CodecChangeOf(message);
+  const std::string line = runtime::CodecChangeLine(change);
+  // The child would refuse a bad line; refusing it here says so where the change arrived.
+  if (StatusOr<runtime::CodecChange> valid = runtime::ParseCodecChangeLine(line); !valid.ok()) {
+    spdlog::error("job {} generation {}: configuration change {} dropped: {}", message.job_id(),
+                  message.generation(), line, valid.status().message());
+    return;
+  }
+  std::string path;
+  std::string task;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A worker runs at most one rank of a job, so the job's active task is the one meant.
+    const std::vector<TaskKey> keys = table_.ActiveOf(message.job_id(), message.generation());
+    if (keys.empty()) {
+      spdlog::warn("job {} generation {}: configuration change for step {} dropped: no such "
+                   "task runs here",
+                   message.job_id(), message.generation(), change.effective_step);
+      return;
+    }
+    path = (fs::path(TaskDir(keys.front())) / kConfigChangesFileName).string();
+    task = keys.front().Describe();
+  }
+  if (Status appended = AppendLine(path, line); !appended.ok()) {
+    spdlog::error("task {}: configuration change {} not delivered: {}", task, line,
+                  appended.message());
+    return;
+  }
+  spdlog::info("task {}: configuration change for step {} passed on: {}", task,
+               change.effective_step, line);
+}
+
+std::string TaskSupervisor::TaskDir(const TaskKey& key) const {
+  return (fs::path(options_.work_dir) / "tasks" / key.DirName()).string();
 }
 
 geotrain::v1::SessionHello TaskSupervisor::Hello() {

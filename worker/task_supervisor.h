@@ -2,7 +2,8 @@
 // directory (WORK_DIR/tasks/<job>-g<generation>-s<stage>-r<replica>/assignment.pb, task.log) and
 // a child process `geotrain-worker task ...` (TaskRun); a StopOrder stops the job's child
 // (SIGTERM, SIGKILL after the grace); ForgetTask drops a finished task from the hello; a
-// ConfigChange is logged as not applicable mid-run. What the tasks do (statuses, steps, lines)
+// ConfigChange is appended, as one line, to the running task's config-changes.jsonl (created
+// empty when the task starts), which the child polls before every step. What the tasks do (statuses, steps, lines)
 // goes into the Outbox for the session to deliver.
 //
 // One task at a time: an Assignment while another task runs is refused with a FAILED status
@@ -78,6 +79,8 @@ class TaskSupervisor {
   void Assign(const geotrain::v1::Assignment& assignment);
   void Stop(const geotrain::v1::StopOrder& order);
   void Forget(const geotrain::v1::ForgetTask& forget);
+  void ChangeConfig(const geotrain::v1::ConfigChange& change);
+  std::string TaskDir(const TaskKey& key) const;
   // Records `status` and queues it for the coordinator. Requires mu_.
   void SetStatusLocked(const geotrain::v1::TaskStatus& status);
   // Hands the table's STARTING and RUNNING counts to the metrics. Requires mu_.

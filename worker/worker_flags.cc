@@ -37,6 +37,10 @@ void AddDaemonFlags(CLI::App* app, DaemonFlags* flags) {
                   "serve Prometheus metrics on /metrics at HOST:PORT (port 0: any free port; "
                   "\"\": no metrics)")
       ->capture_default_str();
+  app->add_option("--probe-listen", flags->probe_listen,
+                  "answer other workers' link probes at HOST:PORT (port 0: any free port; the "
+                  "bound one is reported to the coordinator; \"\": no probes to this worker)")
+      ->capture_default_str();
 }
 
 namespace {
@@ -101,6 +105,9 @@ Status FinishDaemonFlags(DaemonFlags* flags) {
   }
   if (!flags->metrics_listen.empty()) {
     GEOTRAIN_RETURN_IF_ERROR(CheckListenAddress("--metrics-listen", flags->metrics_listen));
+  }
+  if (!flags->probe_listen.empty()) {
+    GEOTRAIN_RETURN_IF_ERROR(CheckListenAddress("--probe-listen", flags->probe_listen));
   }
 
   std::error_code ec;

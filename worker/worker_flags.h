@@ -3,7 +3,7 @@
 //
 //   geotrain-worker --coordinator HOST:PORT --advertise ADDR --region NAME --work-dir DIR
 //       [--data-root DIR] [--threads N] [--stop-grace-seconds S] [--port-min P --port-max P]
-//       [--log-level info] [--metrics-listen HOST:PORT]
+//       [--log-level info] [--metrics-listen HOST:PORT] [--probe-listen HOST:PORT]
 //   geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR [--threads N]
 #pragma once
 
@@ -28,6 +28,8 @@ struct DaemonFlags {
   std::string log_level = "info";
   // Where /metrics is served ("" : nowhere; port 0: any free port).
   std::string metrics_listen = "0.0.0.0:9401";
+  // Where the link-probe server listens ("": no server; port 0: any free port).
+  std::string probe_listen = "0.0.0.0:0";
 };
 
 void AddDaemonFlags(CLI::App* app, DaemonFlags* flags);

@@ -26,7 +26,7 @@
 #include <utility>
 
 #include "geotrain/v1/job.pb.h"
-#include "worker/link_estimate.h"
+#include "common/link_estimate.h"
 
 namespace geotrain::worker {
 

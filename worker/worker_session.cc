@@ -170,7 +170,15 @@ bool WorkerSession::RunSession(std::chrono::milliseconds heartbeat_interval) {
       orders.swap(inbox_);
       reader_done = reader_done_;
     }
-    for (const geotrain::v1::CoordinatorMessage& order : orders) supervisor_->Handle(order);
+    for (const geotrain::v1::CoordinatorMessage& order : orders) {
+      if (order.body_case() != geotrain::v1::CoordinatorMessage::kProbe) {
+        supervisor_->Handle(order);
+      } else if (options_.probes != nullptr) {
+        options_.probes->Submit(order.probe());
+      } else {
+        spdlog::warn("ignoring a link probe order: this worker runs no probe runner");
+      }
+    }
     supervisor_->ReapEnded();
     if (shutdown_ && !stopping) {
       spdlog::info("shutting down: stopping the tasks");
@@ -189,6 +197,10 @@ bool WorkerSession::RunSession(std::chrono::milliseconds heartbeat_interval) {
       }
       healthy = true;
       next_heartbeat = now + heartbeat_interval;
+    }
+    if (!SendProbeResults(stream.get())) {
+      broken = true;
+      break;
     }
     const bool tasks_done = stopping && !supervisor_->AnyActive();
     if (heartbeat_due || tasks_done || outbox_->Urgent()) {
@@ -249,6 +261,20 @@ bool WorkerSession::Flush(Stream* stream) {
         "dropped {} step report(s) and {} log line(s) the coordinator could not take in "
         "time (the newest were kept)",
         dropped.steps, dropped.logs);
+  }
+  return true;
+}
+
+bool WorkerSession::SendProbeResults(Stream* stream) {
+  if (options_.probes == nullptr) return true;
+  for (geotrain::v1::ProbeResults& results : options_.probes->TakeResults()) {
+    geotrain::v1::WorkerMessage message;
+    *message.mutable_probes() = std::move(results);
+    if (!stream->Write(message)) {
+      // Measurements go stale: the coordinator orders new ones rather than wait for these.
+      spdlog::debug("the results of a link probe order were lost with the session");
+      return false;
+    }
   }
   return true;
 }

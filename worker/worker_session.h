@@ -2,7 +2,8 @@
 // the id kept in WORK_DIR/worker-id), opens the Session stream, says hello with every task it
 // knows, then sends a heartbeat every heartbeat_interval_ms and delivers the Outbox (statuses at
 // once, step reports and log lines at each heartbeat or when a batch is full), and hands every
-// order that comes down to the TaskSupervisor.
+// order that comes down to the TaskSupervisor, but ProbeOrders, which go to the LinkProbeRunner;
+// the probes' results go back up as WorkerMessage{probes} as soon as each order is done.
 //
 // When the stream breaks (coordinator down or restarting) the tasks keep running and the outbox
 // keeps filling (bounded); the loop re-registers with the same id and reopens the session with
@@ -11,8 +12,8 @@
 //
 // Threads: Run() is the main loop, on the thread that must outlive the tasks (it forks them via
 // the supervisor). While a session is open a reader thread receives CoordinatorMessages and
-// queues them for the main loop. Everything else (task monitors, signal handling) reaches the
-// loop through the Wakeup. RequestShutdown may be called from any thread.
+// queues them for the main loop. Everything else (task monitors, the probe runner, signal
+// handling) reaches the loop through the Wakeup. RequestShutdown may be called from any thread.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -27,6 +28,7 @@
 #include "common/status.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
 #include "worker/backoff.h"
+#include "worker/link_probe_runner.h"
 #include "worker/outbox.h"
 #include "worker/task_supervisor.h"
 #include "worker/wakeup.h"
@@ -47,6 +49,9 @@ struct SessionOptions {
   // Told the worker's identity after each registration and whether a session is up; null: no
   // metrics. Must outlive the session.
   WorkerMetrics* metrics = nullptr;
+  // Runs the coordinator's ProbeOrders; must notify the session's Wakeup when results are ready
+  // and outlive the session. Null: probe orders are ignored (logged).
+  LinkProbeRunner* probes = nullptr;
 };
 
 class WorkerSession {
@@ -70,6 +75,9 @@ class WorkerSession {
   // Writes what the outbox holds; false when the stream broke.
   bool Flush(grpc::ClientReaderWriter<geotrain::v1::WorkerMessage,
                                       geotrain::v1::CoordinatorMessage>* stream);
+  // Sends the results of every finished probe order; false when the stream broke.
+  bool SendProbeResults(grpc::ClientReaderWriter<geotrain::v1::WorkerMessage,
+                                                 geotrain::v1::CoordinatorMessage>* stream);
   // Shutdown while no session is up: stop the tasks and wait for them, reporting nothing.
   void StopTasksOffline();
   // Sleeps `delay` (or until shutdown), reaping ended tasks on the way.

@@ -3,6 +3,7 @@
 //   geotrain-run --dist-url tcp://10.0.0.1:29500 --world-size 4 --rank 1
 //       --pipeline-group-size 2 --data-group-size 2 --model-name MODEL_DIR ...
 //   geotrain-run --dist-url file:///shared/rdzv --world-size 4 --rank 1 --config job.yaml
+//       [--config-changes changes.jsonl]   (adaptive compression's changes, runtime/config_change.h)
 //
 // Flags follow the seed projects (runtime/seed_flags.h; docs/job-spec.md maps them onto the job
 // spec). Rank 0 serves the rendezvous store of a tcp:// URL; a file:// URL names a file every rank
@@ -57,6 +58,9 @@ Status Train(const SeedRunConfig& config) {
   RankRunOptions options;
   options.assignment = config.assignment;
   options.bind_address = config.bind_address;
+  if (!config.config_changes_path.empty()) {
+    options.poll_changes = CodecChangePoller(config.config_changes_path);
+  }
   // A job of one rank joins no group, so it needs no rendezvous.
   if (config.assignment.world_size() > 1) {
     GEOTRAIN_ASSIGN_OR_RETURN(options.store, OpenStore(config, timeout));

@@ -35,6 +35,8 @@ WAN_PROBE_ERROR=""
 declare -gA WAN_NODE_NS=()
 declare -gA WAN_NODE_ADDR=()
 declare -gA WAN_NODE_LIMITS=()
+# Node name -> how many wan_delay devices it has.
+declare -gA WAN_NODE_DELAYS=()
 WAN_NODES=()
 WAN_EXEC=()
 # Seconds wan_cleanup waits after SIGTERM before it SIGKILLs what still runs in a namespace.
@@ -105,7 +107,7 @@ wan_setup() {
     return 1
   fi
   WAN_PREFIX=$prefix
-  WAN_NODE_NS=(); WAN_NODE_ADDR=(); WAN_NODE_LIMITS=(); WAN_NODES=()
+  WAN_NODE_NS=(); WAN_NODE_ADDR=(); WAN_NODE_LIMITS=(); WAN_NODE_DELAYS=(); WAN_NODES=()
   local br=$WAN_PREFIX-br
   ip netns add "$br" || return 1
   ip -n "$br" link set lo up &&
@@ -177,6 +179,36 @@ wan_set_rate() {
   _wan_tbf change "$ns" "$minor" "$mbit"
 }
 
+# wan_delay NODE DEST_CIDR MS: what NODE sends to DEST_CIDR arrives MS ms later (one way), through
+# a user-space delay (scripts/wan/delay.py on a TUN device in the node, since netem is missing):
+# policy routing sends the node's own packets for DEST_CIDR into tun dlyN, delay.py writes each
+# back after MS, and the node forwards it to eth0 (and its tbf limit, if any). For links of a few
+# hundred Mbit/s at most (Python moves some tens of thousands of packets a second).
+wan_delay() {
+  local name=$1 dest=$2 ms=$3
+  local ns=${WAN_NODE_NS[$name]:-} address=${WAN_NODE_ADDR[$name]:-}
+  [[ -n $ns ]] || { _wan_err "no node $name"; return 1; }
+  [[ $ms =~ ^[0-9]+$ ]] && ((ms <= 10000)) ||
+    { _wan_err "delay '$ms' is not a whole number of milliseconds in 0..10000"; return 1; }
+  [[ $dest =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$ ]] ||
+    { _wan_err "destination '$dest' is not an IPv4 prefix A.B.C.D/N"; return 1; }
+  local index=${WAN_NODE_DELAYS[$name]:-0}
+  local dev=dly$index table=$((100 + index))
+  local script
+  script="$(dirname "${BASH_SOURCE[0]}")/delay.py"
+  ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 &&
+    ip -n "$ns" tuntap add dev "$dev" mode tun &&
+    ip netns exec "$ns" sysctl -q -w "net.ipv4.conf.$dev.rp_filter=0" \
+      "net.ipv4.conf.$dev.accept_local=1" &&
+    ip -n "$ns" link set "$dev" txqueuelen 10000 up &&
+    ip -n "$ns" route add "$dest" dev "$dev" src "$address" table "$table" &&
+    ip -n "$ns" rule add iif "$dev" lookup main pref 100 &&
+    ip -n "$ns" rule add to "$dest" lookup "$table" pref $((200 + index)) || return 1
+  ip netns exec "$ns" python3 "$script" --device "$dev" --delay-ms "$ms" \
+    >/dev/null 2>"/tmp/$ns-$dev.log" &
+  WAN_NODE_DELAYS[$name]=$((index + 1))
+}
+
 # wan_link NODE up|down: connects or disconnects NODE (its eth0), e.g. to emulate a partition.
 wan_link() {
   local ns=${WAN_NODE_NS[$1]:-}
@@ -244,6 +276,6 @@ wan_cleanup() {
   ((${#pids[@]} == 0)) || kill -KILL "${pids[@]}" 2>/dev/null || true
   for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   WAN_PREFIX=""
-  WAN_NODE_NS=(); WAN_NODE_ADDR=(); WAN_NODE_LIMITS=(); WAN_NODES=()
+  WAN_NODE_NS=(); WAN_NODE_ADDR=(); WAN_NODE_LIMITS=(); WAN_NODE_DELAYS=(); WAN_NODES=()
   return 0
 }

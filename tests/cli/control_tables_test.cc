@@ -123,6 +123,28 @@ TEST(ControlTablesTest, LinkMatrixIsBySourceAndDestination) {
   EXPECT_EQ(FormatLinkMatrix(v1::LinkMatrix()), "no links (fewer than two live workers)\n");
 }
 
+TEST(ControlTablesTest, LinkMatrixShowsLatencyBesideThroughput) {
+  v1::LinkMatrix links;
+  const auto add = [&](const char* src, const char* dst, double throughput, double latency) {
+    v1::Link& link = *links.add_links();
+    link.set_src_worker_id(src);
+    link.set_dst_worker_id(dst);
+    link.set_throughput_bytes_per_second(throughput);
+    link.set_latency_seconds(latency);
+  };
+  add("w-1", "w-2", 118e6, 0.012);
+  add("w-2", "w-1", 0, 0.0034);  // latency from small frames only
+  add("w-1", "w-3", 2.1e6, 1.25);
+  add("w-3", "w-1", 0, 0);
+  add("w-2", "w-3", 0, 0);
+  add("w-3", "w-2", 950e3, 0.0002);
+  EXPECT_EQ(FormatLinkMatrix(links),
+            "from \\ to  w-1      w-2             w-3\n"
+            "w-1        -        118 MB/s 12ms   2.1 MB/s 1.2s\n"
+            "w-2        - 3.4ms  -               -\n"
+            "w-3        -        950 kB/s 0.2ms  -\n");
+}
+
 TEST(ControlJsonTest, JobIsOneLineWithProtoNamesAndEveryField) {
   const StatusOr<std::string> json = ToJsonLine(SampleJob());
   ASSERT_TRUE(json.ok()) << json.status().ToString();

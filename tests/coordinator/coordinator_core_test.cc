@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
@@ -212,13 +214,13 @@ TEST_F(CoordinatorCoreTest, JobRunsToSuccess) {
   std::vector<std::string> all = {"w-1", "w-2", "w-3", "w-4"};
   std::map<std::string, v1::Assignment> assigned = TakeAssignments(all);
   ASSERT_EQ(assigned.size(), 4u);
-  // Region then id: eu (w-3, w-4) holds replica 0, us (w-1, w-2) replica 1.
-  EXPECT_EQ(assigned["w-3"].stage(), 0);
-  EXPECT_EQ(assigned["w-3"].replica(), 0);
-  EXPECT_EQ(assigned["w-4"].stage(), 1);
-  EXPECT_EQ(assigned["w-4"].replica(), 0);
-  EXPECT_EQ(assigned["w-1"].replica(), 1);
-  EXPECT_EQ(assigned["w-2"].stage(), 1);
+  // The planner (nothing measured: links between regions cost its default, inside one a
+  // datacenter's) keeps each stage's data-parallel group, the heavier traffic of this job's
+  // nominal shape, inside one region: eu (w-3, w-4) holds one stage, us (w-1, w-2) the other.
+  EXPECT_EQ(assigned["w-3"].stage(), assigned["w-4"].stage());
+  EXPECT_EQ(assigned["w-1"].stage(), assigned["w-2"].stage());
+  EXPECT_NE(assigned["w-1"].stage(), assigned["w-3"].stage());
+  EXPECT_NE(assigned["w-3"].replica(), assigned["w-4"].replica());
   for (const auto& [worker, a] : assigned) {
     EXPECT_EQ(a.job_id(), "job-1");
     EXPECT_EQ(a.generation(), 1u);
@@ -703,6 +705,323 @@ TEST_F(CoordinatorCoreTest, OlderJobsArePlacedFirst) {
   core_->Tick();
   EXPECT_EQ(GetJob("job-1").state(), v1::JOB_STATE_PLACING);
   EXPECT_EQ(GetJob("job-2").state(), v1::JOB_STATE_PLACING);
+}
+
+// --- Links ---------------------------------------------------------------------------------------
+
+// A worker with a probe server on 10.0.0.N:7001 (N from its registration order).
+std::string RegisterProber(CoordinatorCore& core, const std::string& region, int n) {
+  v1::RegisterRequest request;
+  request.mutable_capabilities()->set_region(region);
+  request.mutable_capabilities()->set_advertise_address("10.0.0." + std::to_string(n));
+  request.mutable_capabilities()->set_probe_port(7001);
+  auto response = core.Register(request);
+  EXPECT_TRUE(response.ok()) << response.status().ToString();
+  return response.ok() ? response->worker_id() : "";
+}
+
+std::vector<v1::ProbeOrder> ProbeOrders(RecordingSession& session) {
+  std::vector<v1::ProbeOrder> orders;
+  for (const v1::CoordinatorMessage& m : session.Take()) {
+    if (m.has_probe()) orders.push_back(m.probe());
+  }
+  return orders;
+}
+
+const v1::Link* FindLink(const v1::LinkMatrix& matrix, const std::string& src,
+                         const std::string& dst) {
+  for (const v1::Link& link : matrix.links()) {
+    if (link.src_worker_id() == src && link.dst_worker_id() == dst) return &link;
+  }
+  return nullptr;
+}
+
+TEST_F(CoordinatorCoreTest, ASecondProberGetsItsLinksProbedBothWays) {
+  const std::string first = RegisterProber(*core_, "us", 1);
+  RecordingSession& first_session = Connect(first);
+  EXPECT_TRUE(ProbeOrders(first_session).empty());  // nobody to probe yet
+  const std::string passive = Register("eu");        // no probe server
+  Connect(passive);
+  EXPECT_TRUE(ProbeOrders(first_session).empty());
+
+  const std::string second = RegisterProber(*core_, "eu", 2);
+  RecordingSession& second_session = Connect(second);
+  std::vector<v1::ProbeOrder> orders = ProbeOrders(second_session);
+  ASSERT_EQ(orders.size(), 1u);
+  ASSERT_EQ(orders[0].targets_size(), 1);
+  EXPECT_EQ(orders[0].targets(0).worker_id(), first);
+  EXPECT_EQ(orders[0].targets(0).address(), "10.0.0.1");
+  EXPECT_EQ(orders[0].targets(0).port(), 7001u);
+  EXPECT_EQ(orders[0].max_bytes(), 8u << 20);
+  EXPECT_EQ(orders[0].max_milliseconds(), 3000u);
+  EXPECT_EQ(orders[0].streams(), 4u);
+  orders = ProbeOrders(first_session);
+  ASSERT_EQ(orders.size(), 1u);
+  ASSERT_EQ(orders[0].targets_size(), 1);
+  EXPECT_EQ(orders[0].targets(0).worker_id(), second);
+  EXPECT_EQ(orders[0].targets(0).address(), "10.0.0.2");
+  EXPECT_TRUE(ProbeOrders(*sessions_[passive]).empty());
+
+  // The answers land in GetLinks; a failure only counts.
+  v1::WorkerMessage message;
+  v1::ProbeResult* result = message.mutable_probes()->add_results();
+  result->set_dst_worker_id(first);
+  result->set_throughput_bytes_per_second(12.5e6);
+  result->set_latency_seconds(0.045);
+  result->set_bytes(8 << 20);
+  result->set_seconds(0.67);
+  clock_.AdvanceMs(3000);
+  ASSERT_TRUE(Send(second, message).ok());
+  v1::WorkerMessage failed;
+  v1::ProbeResult* failure = failed.mutable_probes()->add_results();
+  failure->set_dst_worker_id(second);
+  failure->set_error("connect 10.0.0.2:7001: connection refused");
+  ASSERT_TRUE(Send(first, failed).ok());
+
+  const v1::LinkMatrix links = core_->GetLinks();
+  ASSERT_EQ(links.links_size(), 6);
+  const v1::Link* measured = FindLink(links, second, first);
+  ASSERT_NE(measured, nullptr);
+  EXPECT_EQ(measured->src_region(), "eu");
+  EXPECT_EQ(measured->dst_region(), "us");
+  EXPECT_DOUBLE_EQ(measured->throughput_bytes_per_second(), 12.5e6);
+  EXPECT_DOUBLE_EQ(measured->latency_seconds(), 0.045);
+  EXPECT_EQ(measured->samples(), 1u);
+  EXPECT_EQ(measured->probe_samples(), 1u);
+  EXPECT_DOUBLE_EQ(measured->probe_throughput_bytes_per_second(), 12.5e6);
+  EXPECT_EQ(measured->probed_unix_ms(), kStart + 3000);
+  const v1::Link* refused = FindLink(links, first, second);
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->samples(), 0u);
+  EXPECT_EQ(refused->throughput_bytes_per_second(), 0.0);
+  bool counted = false;
+  for (const LinkFigures& figures : core_->ListLinkFigures()) {
+    if (figures.src_worker_id == first && figures.dst_worker_id == second) {
+      EXPECT_EQ(figures.probe_failures, 1u);
+      counted = true;
+    }
+  }
+  EXPECT_TRUE(counted);
+
+  // Both answered: after --probe-interval (300 s) the links are probed again.
+  Heartbeat(passive);
+  core_->Tick();
+  EXPECT_TRUE(ProbeOrders(first_session).empty());
+  for (int i = 0; i < 31; ++i) {
+    clock_.AdvanceMs(9'900);
+    Heartbeat(first);
+    Heartbeat(second);
+    Heartbeat(passive);
+    core_->Tick();
+  }
+  EXPECT_EQ(ProbeOrders(first_session).size(), 1u);
+  EXPECT_EQ(ProbeOrders(second_session).size(), 1u);
+}
+
+TEST_F(CoordinatorCoreTest, StepTrafficFeedsPassiveLinkSamples) {
+  std::vector<std::string> workers = AddWorkers(2, "us");
+  Submit(2, 1);
+  core_->Tick();
+  std::map<std::string, v1::Assignment> assigned = TakeAssignments(workers);
+  ASSERT_EQ(assigned.size(), 2u);
+  for (const auto& [worker, a] : assigned) ReportTask(worker, a, v1::TASK_STATE_RUNNING);
+  std::string stage0, stage1;
+  for (const auto& [worker, a] : assigned) (a.stage() == 0 ? stage0 : stage1) = worker;
+
+  const auto report = [&](const std::string& worker, int64_t step, bool sent, uint64_t bytes,
+                          double seconds, uint32_t generation) {
+    const v1::Assignment& a = assigned[worker];
+    v1::WorkerMessage message;
+    v1::StepReport* r = message.mutable_steps()->add_reports();
+    r->set_job_id(a.job_id());
+    r->set_generation(generation);
+    r->set_stage(a.stage());
+    r->set_replica(a.replica());
+    r->set_step(step);
+    r->set_step_seconds(0.5);
+    if (a.stage() == 1) r->set_loss(5.0);
+    v1::LinkTraffic* t = r->add_traffic();
+    t->set_peer_stage(1 - a.stage());
+    t->set_peer_replica(0);
+    t->set_kind(a.stage() == 0 ? v1::TRAFFIC_KIND_ACTIVATION : v1::TRAFFIC_KIND_GRADIENT);
+    t->set_sent(sent);
+    t->set_wire_bytes(bytes);
+    t->set_seconds(seconds);
+    t->set_latency_seconds(0.004);
+    ASSERT_TRUE(Send(worker, message).ok());
+  };
+  // Stage 0 sent 4 MiB of activations in 0.5 s; stage 1 reports receiving them (peer -> self,
+  // the same link) as 4 MiB in 1 s.
+  report(stage0, 1, /*sent=*/true, 4 << 20, 0.5, 1);
+  report(stage1, 1, /*sent=*/false, 4 << 20, 1.0, 1);
+  // A tiny transfer: latency only. An older generation's report: ignored.
+  report(stage1, 2, /*sent=*/true, 1000, 0.001, 1);
+  report(stage0, 2, /*sent=*/true, 64 << 20, 0.001, 0);
+
+  const v1::LinkMatrix links = core_->GetLinks();
+  const v1::Link* forward = FindLink(links, stage0, stage1);
+  ASSERT_NE(forward, nullptr);
+  EXPECT_EQ(forward->samples(), 2u);
+  EXPECT_EQ(forward->probe_samples(), 0u);
+  // (0.8 x 8 MiB/s + 4 MiB/s) / 1.8
+  EXPECT_NEAR(forward->throughput_bytes_per_second(), (0.8 * 8 + 4) / 1.8 * (1 << 20), 1e-3);
+  EXPECT_DOUBLE_EQ(forward->latency_seconds(), 0.004);
+  EXPECT_EQ(forward->updated_unix_ms(), kStart);
+  const v1::Link* backward = FindLink(links, stage1, stage0);
+  ASSERT_NE(backward, nullptr);
+  EXPECT_EQ(backward->samples(), 0u);
+  EXPECT_EQ(backward->throughput_bytes_per_second(), 0.0);
+  EXPECT_DOUBLE_EQ(backward->latency_seconds(), 0.004);
+
+  // Written at most every 5 s: a crash before that loses them, a later tick writes them.
+  core_->Tick();
+  clock_.AdvanceMs(5000);
+  for (const std::string& w : workers) Heartbeat(w);
+  core_->Tick();
+  RestartCore();
+  const v1::Link* restored = FindLink(core_->GetLinks(), stage0, stage1);
+  ASSERT_NE(restored, nullptr);
+  EXPECT_EQ(restored->samples(), 2u);
+  EXPECT_DOUBLE_EQ(restored->throughput_bytes_per_second(), forward->throughput_bytes_per_second());
+  EXPECT_DOUBLE_EQ(restored->latency_seconds(), 0.004);
+}
+
+TEST_F(CoordinatorCoreTest, ShutdownWritesTheLinksAndARestartShowsTheSameMatrix) {
+  const std::string a = RegisterProber(*core_, "us", 1);
+  const std::string b = RegisterProber(*core_, "eu", 2);
+  Connect(a);
+  Connect(b);
+  v1::WorkerMessage message;
+  v1::ProbeResult* result = message.mutable_probes()->add_results();
+  result->set_dst_worker_id(b);
+  result->set_throughput_bytes_per_second(3.3e6);
+  result->set_latency_seconds(0.07);
+  ASSERT_TRUE(Send(a, message).ok());
+  const v1::LinkMatrix before = core_->GetLinks();
+  core_->Shutdown();
+  RestartCore();
+  const v1::LinkMatrix after = core_->GetLinks();
+  EXPECT_EQ(after.SerializeAsString(), before.SerializeAsString())
+      << before.DebugString() << "\nvs\n" << after.DebugString();
+}
+
+// --- Link-aware placement and adaptive compression (job_tuning.cc) ---
+
+v1::WorkerMessage ProbeResultsFrom(const std::vector<std::pair<std::string, double>>& to) {
+  v1::WorkerMessage message;
+  for (const auto& [dst, bytes_per_second] : to) {
+    v1::ProbeResult* result = message.mutable_probes()->add_results();
+    result->set_dst_worker_id(dst);
+    result->set_throughput_bytes_per_second(bytes_per_second);
+    result->set_latency_seconds(0.01);
+    result->set_bytes(8 << 20);
+    result->set_seconds(8.0 * (1 << 20) / bytes_per_second);
+  }
+  return message;
+}
+
+TEST_F(CoordinatorCoreTest, PlacementKeepsTheHeavyTrafficOffTheSlowLink) {
+  // Two regions joined by a slow measured link. The job's data-parallel all-reduce (float32
+  // gradients of a whole stage) outweighs its activations, so each stage group belongs inside a
+  // region; in-order would put each replica's pipeline in a region and the groups across.
+  const std::vector<std::string> us = AddWorkers(2, "us");
+  const std::vector<std::string> eu = AddWorkers(2, "eu");
+  const auto measure = [&](const std::string& from, const std::vector<std::string>& peers) {
+    std::vector<std::pair<std::string, double>> results;
+    for (const std::string& peer : peers) {
+      if (peer == from) continue;
+      const bool same = std::find(us.begin(), us.end(), from) != us.end() ==
+                        (std::find(us.begin(), us.end(), peer) != us.end());
+      results.push_back({peer, same ? 1e9 : 2e6});
+    }
+    ASSERT_TRUE(Send(from, ProbeResultsFrom(results)).ok());
+  };
+  const std::vector<std::string> all = {us[0], us[1], eu[0], eu[1]};
+  for (const std::string& worker : all) measure(worker, all);
+
+  const v1::Job job = Submit(2, 2);
+  core_->Tick();
+  const v1::Job placed = GetJob(job.id());
+  ASSERT_EQ(placed.placements_size(), 4);
+  std::map<int, std::set<std::string>> regions_of_stage;
+  for (const v1::Placement& p : placed.placements()) regions_of_stage[p.stage()].insert(p.region());
+  EXPECT_EQ(regions_of_stage[0].size(), 1u);
+  EXPECT_EQ(regions_of_stage[1].size(), 1u);
+  const std::vector<std::string> events = EventTexts(job.id());
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const std::string& text) {
+    return text.find("planned from") != std::string::npos;
+  }));
+}
+
+TEST_F(CoordinatorCoreTest, AdaptiveCompressionLowersTheBitsOfASlowLink) {
+  const std::vector<std::string> workers = AddWorkers(2, "us");
+  num_stages_ = 2;
+  v1::SubmitJobRequest request;
+  request.set_spec_yaml(TinyJobYaml(2, 1) +
+                        "compression:\n"
+                        "  forward: {codec: fixpoint, bits: 8}\n"
+                        "  backward: {codec: fixpoint, bits: 8}\n"
+                        "  adaptive: true\n");
+  auto submitted = core_->SubmitJob(request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  // The starting settings are visible before anything ran.
+  ASSERT_EQ(submitted->compression_size(), 2);
+  EXPECT_EQ(submitted->compression(0).bits(), 8u);
+
+  core_->Tick();
+  std::map<std::string, v1::Assignment> assigned = TakeAssignments(workers);
+  ASSERT_EQ(assigned.size(), 2u);
+  std::string first_stage_worker, last_stage_worker;
+  for (const auto& [id, a] : assigned) (a.stage() == 0 ? first_stage_worker : last_stage_worker) = id;
+  // The forward link is measured at 1 MB/s: 1 MB of 8-bit activations take a second, five times
+  // the 0.2 s of compute they must hide behind.
+  ASSERT_TRUE(Send(first_stage_worker, ProbeResultsFrom({{last_stage_worker, 1e6}})).ok());
+  ASSERT_TRUE(Send(last_stage_worker, ProbeResultsFrom({{first_stage_worker, 1e9}})).ok());
+
+  std::vector<v1::ConfigChange> changes;
+  for (int64_t step = 1; step <= 8 && changes.empty(); ++step) {
+    for (const auto& [id, a] : assigned) {
+      v1::WorkerMessage message;
+      v1::StepReport* report = message.mutable_steps()->add_reports();
+      report->set_job_id(a.job_id());
+      report->set_generation(a.generation());
+      report->set_stage(a.stage());
+      report->set_replica(a.replica());
+      report->set_step(step);
+      report->set_step_seconds(1.0);
+      report->set_compressed(true);
+      report->mutable_phases()->set_forward(0.1);
+      report->mutable_phases()->set_backward(0.1);
+      if (a.stage() == 1) report->set_loss(5.0);
+      v1::LinkTraffic* traffic = report->add_traffic();
+      traffic->set_peer_stage(1 - a.stage());
+      traffic->set_kind(a.stage() == 0 ? v1::TRAFFIC_KIND_ACTIVATION : v1::TRAFFIC_KIND_GRADIENT);
+      traffic->set_sent(true);
+      traffic->set_wire_bytes(a.stage() == 0 ? 1'000'000 : 1000);
+      traffic->set_raw_bytes(a.stage() == 0 ? 4'000'000 : 4000);
+      traffic->set_seconds(a.stage() == 0 ? 1.0 : 0.001);
+      traffic->set_bits(8);
+      traffic->set_relative_error(0.01);
+      ASSERT_TRUE(Send(id, message).ok());
+    }
+    for (const v1::CoordinatorMessage& m : sessions_[first_stage_worker]->Take()) {
+      if (m.has_config()) changes.push_back(m.config());
+    }
+  }
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].job_id(), submitted->id());
+  EXPECT_LT(changes[0].forward().bits(), 8u);
+  EXPECT_GT(changes[0].forward().bits(), 0u);
+  EXPECT_EQ(changes[0].backward().bits(), 0u);  // the fast direction keeps its bits
+  const v1::Job job = GetJob(submitted->id());
+  bool lowered = false;
+  for (const v1::LinkCompression& link : job.compression()) {
+    if (link.stage() == 0 && link.kind() == v1::TRAFFIC_KIND_ACTIVATION) {
+      lowered = link.bits() == changes[0].forward().bits() &&
+                link.effective_step() == changes[0].effective_step();
+    }
+  }
+  EXPECT_TRUE(lowered);
 }
 
 }  // namespace

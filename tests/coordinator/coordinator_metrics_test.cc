@@ -217,6 +217,40 @@ TEST_F(CoordinatorMetricsTest, EmptyCoordinatorShowsZeroForEveryState) {
   EXPECT_EQ(page.types.at("geotrain_coordinator_jobs"), "gauge");
 }
 
+TEST_F(CoordinatorMetricsTest, LinkTableSeriesPerMeasuredLink) {
+  const std::string a = Register();  // region "us"
+  const std::string b = Register();
+  Connect(a);
+  Connect(b);
+  v1::WorkerMessage message;
+  v1::ProbeResult* ok = message.mutable_probes()->add_results();
+  ok->set_dst_worker_id(b);
+  ok->set_throughput_bytes_per_second(2.5e7);
+  ok->set_latency_seconds(0.03);
+  Send(a, message);
+  v1::WorkerMessage failed;
+  v1::ProbeResult* error = failed.mutable_probes()->add_results();
+  error->set_dst_worker_id(a);
+  error->set_error("timed out");
+  Send(b, failed);
+
+  const Page page = Scrape();
+  const std::string ends =
+      "{src_worker=\"" + a + "\",dst_worker=\"" + b + "\",src_region=\"us\",dst_region=\"us\"";
+  EXPECT_EQ(page.At("geotrain_coordinator_link_throughput_bytes_per_second" + ends + "}"), 2.5e7);
+  EXPECT_EQ(page.At("geotrain_coordinator_link_latency_seconds" + ends + "}"), 0.03);
+  EXPECT_EQ(page.At("geotrain_coordinator_link_samples_total" + ends + ",source=\"probe\"}"), 1);
+  EXPECT_EQ(page.At("geotrain_coordinator_link_samples_total" + ends + ",source=\"passive\"}"), 0);
+  EXPECT_EQ(page.At("geotrain_coordinator_link_probe_failures_total{src_worker=\"" + b +
+                    "\",dst_worker=\"" + a + "\"}"),
+            1);
+  // The failed link has no estimate, so no throughput series; nothing else exists.
+  EXPECT_EQ(page.Count("geotrain_coordinator_link_throughput_bytes_per_second"), 1);
+  EXPECT_EQ(page.Count("geotrain_coordinator_link_probe_failures_total"), 1);
+  EXPECT_EQ(page.types.at("geotrain_coordinator_link_samples_total"), "counter");
+  EXPECT_EQ(page.types.at("geotrain_coordinator_link_latency_seconds"), "gauge");
+}
+
 TEST_F(CoordinatorMetricsTest, WorkersAndJobsInEveryState) {
   std::vector<std::string> workers;
   for (int i = 0; i < 5; ++i) workers.push_back(Register());
@@ -582,6 +616,23 @@ TEST(CoordinatorDaemonMetricsTest, MalformedAddressIsABadFlag) {
     const std::string err = daemon.Stderr();
     EXPECT_NE(err.find("--metrics-listen: \"" + value + "\" is not HOST:PORT"), std::string::npos)
         << err;
+    EXPECT_EQ(daemon.Stdout(), "");
+  }
+}
+
+TEST(CoordinatorDaemonMetricsTest, BadProbeFlagsAreBadFlags) {
+  ASSERT_TRUE(std::filesystem::exists(CoordinatorBinary()));
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--probe-streams", "0"}, "--probe-streams: 0 is outside [1, 64]"},
+      {{"--probe-bytes", "1000"}, "--probe-bytes: 1000 is outside"},
+      {{"--probe-timeout", "5"}, "--probe-timeout: 5 ms is outside"},
+      {{"--probe-interval", "-1"}, "--probe-interval: -1 is outside"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    TempDir dir;
+    Daemon daemon(dir, flags);
+    EXPECT_EQ(daemon.Wait(), 2) << flags[0] << ": " << daemon.Stderr();
+    EXPECT_NE(daemon.Stderr().find(expected), std::string::npos) << daemon.Stderr();
     EXPECT_EQ(daemon.Stdout(), "");
   }
 }

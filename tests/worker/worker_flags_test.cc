@@ -71,6 +71,9 @@ TEST(WorkerFlagsTest, BadValuesNameTheFlag) {
       {{"--metrics-listen", ":9401"}, "--metrics-listen: \":9401\" is not HOST:PORT"},
       {{"--metrics-listen", "0.0.0.0:"}, "--metrics-listen: \"0.0.0.0:\" is not HOST:PORT"},
       {{"--metrics-listen", "0.0.0.0:99999"}, "--metrics-listen: port 99999 is outside 0..65535"},
+      {{"--probe-listen", "7100"}, "--probe-listen: \"7100\" is not HOST:PORT"},
+      {{"--probe-listen", "0.0.0.0:x"}, "--probe-listen: \"0.0.0.0:x\" is not HOST:PORT"},
+      {{"--probe-listen", "0.0.0.0:65536"}, "--probe-listen: port 65536 is outside 0..65535"},
   };
   for (const auto& [extra, message] : cases) {
     auto args = Required(dir.path());
@@ -105,6 +108,21 @@ TEST(WorkerFlagsTest, MetricsListenDefaultsToPort9401AndMayBeOffOrAnyPort) {
     const Status status = ParseDaemon(args, &flags);
     EXPECT_TRUE(status.ok()) << value << ": " << status.ToString();
     EXPECT_EQ(flags.metrics_listen, value);
+  }
+}
+
+TEST(WorkerFlagsTest, ProbeListenDefaultsToAnyFreePortAndMayBeOff) {
+  geotrain::testing::TempDir dir;
+  DaemonFlags defaults;
+  ASSERT_TRUE(ParseDaemon(Required(dir.path()), &defaults).ok());
+  EXPECT_EQ(defaults.probe_listen, "0.0.0.0:0");
+  for (const std::string value : {"", "10.77.1.1:7100", "[::]:0"}) {
+    DaemonFlags flags;
+    auto args = Required(dir.path());
+    args.insert(args.end(), {"--probe-listen", value});
+    const Status status = ParseDaemon(args, &flags);
+    EXPECT_TRUE(status.ok()) << value << ": " << status.ToString();
+    EXPECT_EQ(flags.probe_listen, value);
   }
 }
 

@@ -395,6 +395,7 @@ JobSpec EveryFieldSet() {
   c.warmup_steps = 13;
   c.warmup_epochs = 2;
   c.fused_embedding_sync = false;
+  c.adaptive = {true, 3, 7, 0.125, 0.75, 0.25, 4, 5, 0.0625};
   c.data_parallel.mode = DataParallelMode::kQuantizedMomentum;
   c.data_parallel.powersgd_rank = 3;
   c.data_parallel.compressed_stages = 2;
@@ -516,6 +517,15 @@ void ExpectSameSpec(const JobSpec& x, const JobSpec& y) {
   EXPECT_EQ(c.warmup_steps, d.warmup_steps);
   EXPECT_EQ(c.warmup_epochs, d.warmup_epochs);
   EXPECT_EQ(c.fused_embedding_sync, d.fused_embedding_sync);
+  EXPECT_EQ(c.adaptive.enabled, d.adaptive.enabled);
+  EXPECT_EQ(c.adaptive.min_bits, d.adaptive.min_bits);
+  EXPECT_EQ(c.adaptive.max_bits, d.adaptive.max_bits);
+  EXPECT_EQ(c.adaptive.max_relative_error, d.adaptive.max_relative_error);
+  EXPECT_EQ(c.adaptive.hide_fraction, d.adaptive.hide_fraction);
+  EXPECT_EQ(c.adaptive.raise_fraction, d.adaptive.raise_fraction);
+  EXPECT_EQ(c.adaptive.interval_steps, d.adaptive.interval_steps);
+  EXPECT_EQ(c.adaptive.announce_steps, d.adaptive.announce_steps);
+  EXPECT_EQ(c.adaptive.min_topk_ratio, d.adaptive.min_topk_ratio);
   EXPECT_EQ(c.data_parallel.mode, d.data_parallel.mode);
   EXPECT_EQ(c.data_parallel.powersgd_rank, d.data_parallel.powersgd_rank);
   EXPECT_EQ(c.data_parallel.compressed_stages, d.data_parallel.compressed_stages);

@@ -1,11 +1,11 @@
-#include "worker/link_estimate.h"
+#include "common/link_estimate.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-namespace geotrain::worker {
+namespace geotrain {
 namespace {
 
 TEST(LinkEstimateTest, TheFirstSampleIsReturnedExactly) {
@@ -81,4 +81,4 @@ TEST(LinkEstimateTest, CheckDecayNamesTheField) {
 }
 
 }  // namespace
-}  // namespace geotrain::worker
+}  // namespace geotrain

@@ -1,9 +1,9 @@
-#include "worker/link_estimate.h"
+#include "common/link_estimate.h"
 
 #include <cmath>
 #include <sstream>
 
-namespace geotrain::worker {
+namespace geotrain {
 
 std::optional<double> PassiveThroughputSample(uint64_t bytes, double seconds) {
   if (bytes < kMinPassiveSampleBytes || !(seconds > 0) || !std::isfinite(seconds)) {
@@ -36,4 +36,4 @@ double LinkEstimate::value() const {
   return weighted_sum_ / weight_;
 }
 
-}  // namespace geotrain::worker
+}  // namespace geotrain

@@ -23,7 +23,7 @@
 
 #include "common/status.h"
 
-namespace geotrain::worker {
+namespace geotrain {
 
 // Below this many bytes a step's transfers to one peer measure latency (per-frame overheads,
 // round trips), not bandwidth, and are no throughput sample.
@@ -57,4 +57,4 @@ class LinkEstimate {
   uint64_t samples_ = 0;
 };
 
-}  // namespace geotrain::worker
+}  // namespace geotrain
