@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns the results of scripts/wan/run-scenario.sh into bench/wan.sh's JSON lines.
 
-  wan_report.py run RUN_DIR SETTING BANDWIDTH_MBIT RESULTS_JSONL   one benchmark run
+  wan_report.py run RUN_DIR SETTING BANDWIDTH_MBIT EMULATED_MBIT RESULTS_JSONL   one run
   wan_report.py scenario OUT_DIR SCENARIO_FILE                     the link-drop scenario
 
 RUN_DIR holds job.yaml, summary.json and out/ (run-scenario.sh's --out); RESULTS_JSONL the lines
@@ -36,15 +36,15 @@ def final_loss(steps):
     return statistics.mean(s["loss"] for s in steps[-5:]) if steps else None
 
 
-def report_run(run_dir, setting, bandwidth, results_path):
+def report_run(run_dir, setting, bandwidth, emulated, results_path):
     bandwidth = int(bandwidth)
     with open(f"{run_dir}/summary.json") as f:
         summary = json.loads(f.read().strip().splitlines()[-1])
     with open(f"{run_dir}/job.yaml") as f:
         warmup = yaml.safe_load(f)["compression"].get("warmup_steps", 0)
     steps = load_steps(f"{run_dir}/out")
-    line = {"bench": "wan", "bandwidth_mbit": bandwidth, "setting": setting,
-            "state": summary["state"], "steps": len(steps)}
+    line = {"bench": "wan", "bandwidth_mbit": bandwidth, "emulated_mbit": int(emulated),
+            "setting": setting, "state": summary["state"], "steps": len(steps)}
     if steps:
         measured = steady(steps, warmup)
         line.update({
@@ -68,6 +68,9 @@ def report_run(run_dir, setting, bandwidth, results_path):
                 unlimited = line["step_seconds"]
             if unlimited:
                 line[key] = round(line["step_seconds"] / unlimited, 3)
+        if setting == "none" and bandwidth > 0 and figure(0, "none", "step_seconds"):
+            # Uncompressed communication that did not hide, in units of the unlimited step.
+            line["comm_over_compute"] = round(line["ratio_to_unlimited"] - 1, 3)
         none_loss = line["final_loss"] if setting == "none" else figure(bandwidth, "none", "final_loss")
         if none_loss:
             line["loss_vs_none"] = round(line["final_loss"] / none_loss, 4)
@@ -137,7 +140,7 @@ def report_scenario(out_dir, scenario_file):
 
 
 def main():
-    if len(sys.argv) == 6 and sys.argv[1] == "run":
+    if len(sys.argv) == 7 and sys.argv[1] == "run":
         report_run(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "scenario":
         report_scenario(*sys.argv[2:])

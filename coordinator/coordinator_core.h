@@ -161,6 +161,9 @@ class CoordinatorCore {
     // (job_tuning.cc).
     StepShapeMeter shape_meter;
     std::optional<AdaptiveController> adaptive;
+    // Each rank's compute in its newest step, by rank: the slowest paces the pipeline, so it is
+    // the time every transfer of the step can hide behind.
+    std::vector<double> rank_compute_seconds;
     JobEntry(v1::Job j, StepFigures f)
         : job(std::move(j)), figures(f), steps(f, job.generation()) {}
   };

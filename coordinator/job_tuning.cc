@@ -71,7 +71,7 @@ std::optional<PlannedPlacement> CoordinatorCore::PlanPlacement(
 void CoordinatorCore::ObserveForTuning(JobEntry& entry, const WorkerEntry& worker,
                                        const v1::StepReport& report) {
   entry.shape_meter.Add(report, WorkerSpeed(worker.record.capabilities()));
-  if (!entry.adaptive) return;
+  if (!entry.adaptive || entry.ranks.empty()) return;
   const int num_stages = entry.figures.num_stages;
   const int replicas = entry.figures.replicas;
   const auto worker_of = [&](int stage, int replica) -> const std::string* {
@@ -80,6 +80,15 @@ void CoordinatorCore::ObserveForTuning(JobEntry& entry, const WorkerEntry& worke
     return rank < entry.ranks.size() ? &entry.ranks[rank].worker_id : nullptr;
   };
   const std::string& self = worker.record.id();
+  const size_t self_rank = static_cast<size_t>(report.replica()) * num_stages + report.stage();
+  if (entry.rank_compute_seconds.size() != entry.ranks.size()) {
+    entry.rank_compute_seconds.assign(entry.ranks.size(), 0);
+  }
+  if (self_rank < entry.rank_compute_seconds.size()) {
+    entry.rank_compute_seconds[self_rank] = report.phases().forward() + report.phases().backward();
+  }
+  const double step_compute = *std::max_element(entry.rank_compute_seconds.begin(),
+                                                entry.rank_compute_seconds.end());
   // The estimate of self -> dst; {0, 0} while unmeasured.
   const auto link_to = [&](const std::string* dst) -> planner::LinkCost {
     if (dst == nullptr) return {};
@@ -110,7 +119,7 @@ void CoordinatorCore::ObserveForTuning(JobEntry& entry, const WorkerEntry& worke
     observation.wire_bytes = figures.wire_bytes;
     observation.bits = figures.bits;
     observation.relative_error = figures.relative_error;
-    observation.compute_seconds = report.phases().forward() + report.phases().backward();
+    observation.compute_seconds = step_compute;
     observation.compressed = report.compressed();
     planner::LinkCost link;
     if (kind == v1::TRAFFIC_KIND_ACTIVATION) {

@@ -79,7 +79,12 @@ class LinkTable {
   // for the default decay (0.8^256 ~ 1e-25).
   static constexpr uint64_t kMaxReplaySamples = 256;
 
-  explicit LinkTable(double decay = LinkEstimate::kDefaultDecay) : decay_(decay) {}
+  // The coordinator's decay: faster than a worker's metrics (0.8), because adaptive compression
+  // acts on it. A link dropping from 25 MB/s to 1 MB/s reads below 4 MB/s after three samples
+  // (0.8 would take eight), and a step gives a sample per direction, so bits follow a drop within
+  // a few steps instead of a dozen.
+  static constexpr double kDecay = 0.5;
+  explicit LinkTable(double decay = kDecay) : decay_(decay) {}
 
   // A passive sample: throughput when PassiveThroughputSample gives one (enough bytes, positive
   // seconds), latency when present and finite. Returns whether the link changed.

@@ -863,8 +863,8 @@ TEST_F(CoordinatorCoreTest, StepTrafficFeedsPassiveLinkSamples) {
   ASSERT_NE(forward, nullptr);
   EXPECT_EQ(forward->samples(), 2u);
   EXPECT_EQ(forward->probe_samples(), 0u);
-  // (0.8 x 8 MiB/s + 4 MiB/s) / 1.8
-  EXPECT_NEAR(forward->throughput_bytes_per_second(), (0.8 * 8 + 4) / 1.8 * (1 << 20), 1e-3);
+  // (b x 8 MiB/s + 4 MiB/s) / (1 + b), b = LinkTable::kDecay
+  EXPECT_NEAR(forward->throughput_bytes_per_second(), (LinkTable::kDecay * 8 + 4) / (1 + LinkTable::kDecay) * (1 << 20), 1e-3);
   EXPECT_DOUBLE_EQ(forward->latency_seconds(), 0.004);
   EXPECT_EQ(forward->updated_unix_ms(), kStart);
   const v1::Link* backward = FindLink(links, stage1, stage0);

@@ -145,11 +145,11 @@ TEST(LinkTableTest, ProbesAndPassiveSamplesFeedOneEstimate) {
   EXPECT_EQ(figures.probed_unix_ms, kNow);
 
   // A step moved 50 MB in one second: the estimate lies between the two, as one EWMA of both
-  // (b = 0.8: (0.8 x 100 + 50) / 1.8).
+  // ((b x 100 + 50) / (1 + b), b = LinkTable::kDecay).
   ASSERT_TRUE(table.AddPassive({"w-1", "w-2", 50'000'000, 1.0, 0.020}, kNow + 1000));
   figures = *table.Lookup("w-1", "w-2");
-  EXPECT_NEAR(figures.throughput_bytes_per_second, (0.8 * 100e6 + 50e6) / 1.8, 1e-3);
-  EXPECT_NEAR(figures.latency_seconds, (0.8 * 0.010 + 0.020) / 1.8, 1e-12);
+  EXPECT_NEAR(figures.throughput_bytes_per_second, (LinkTable::kDecay * 100e6 + 50e6) / (1 + LinkTable::kDecay), 1e-3);
+  EXPECT_NEAR(figures.latency_seconds, (LinkTable::kDecay * 0.010 + 0.020) / (1 + LinkTable::kDecay), 1e-12);
   EXPECT_EQ(figures.samples, 2u);
   EXPECT_EQ(figures.probe_samples, 1u);
   EXPECT_EQ(figures.passive_samples(), 1u);
