@@ -99,7 +99,8 @@ def report_scenario(out_dir, scenario_file):
             settings = {}
             for c in entry["compression"]:
                 key = f"s{c.get('stage', 0)}r{c.get('replica', 0)}-{c['kind'].replace('TRAFFIC_KIND_', '').lower()}"
-                settings[key] = {"bits": c.get("bits", 0), "effective_step": int(c.get("effective_step", 0))}
+                settings[key] = {"bits": c.get("bits", 0), "effective_step": int(c.get("effective_step", 0)),
+                                 "seen_at_step": entry["step"]}
                 if c.get("topk_ratio"):
                     settings[key]["topk_ratio"] = c["topk_ratio"]
             timeline.append({"seen_at_step": entry["step"], "settings": settings})
@@ -114,6 +115,11 @@ def report_scenario(out_dir, scenario_file):
         line["pre_drop_step_seconds"] = median_between(max(1, drop - 6), drop)
         line["first_steps_after_drop_seconds"] = [by_step.get(s) for s in range(drop + 1, drop + 4)]
         line["recovered_step_seconds"] = median_between(max(drop + 1, end - 4), end)
+        # The first step after the drop from which three steps in a row are within 1.3x of before.
+        pre = line["pre_drop_step_seconds"]
+        line["back_within_1_3x_at_step"] = next(
+            (s for s in range(drop + 2, end + 1)
+             if all(by_step.get(t, float("inf")) <= 1.3 * pre for t in range(s, s + 3))), None)
         if line["pre_drop_step_seconds"] and line["recovered_step_seconds"]:
             line["recovered_vs_pre_drop"] = round(
                 line["recovered_step_seconds"] / line["pre_drop_step_seconds"], 3)
@@ -124,12 +130,16 @@ def report_scenario(out_dir, scenario_file):
                     before = entry["settings"]
                     continue
                 for key, value in entry["settings"].items():
-                    old = (before or {}).get(key, {}).get("bits", 0)
-                    if value["effective_step"] > step and (
-                            value["bits"] < old if lower else value["bits"] > old):
-                        return {"link": key, "bits": [old, value["bits"]],
+                    # (bits, topk ratio): cocktail lowers its top-k ratio below min_bits.
+                    level = lambda v: (v.get("bits", 0), v.get("topk_ratio", 1))
+                    old = level((before or {}).get(key, {}))
+                    new = level(value)
+                    if value["effective_step"] > step and (new < old if lower else new > old):
+                        return {"link": key, "from": list(old), "to": list(new),
+                                "decided_at_step": entry["seen_at_step"],
                                 "effective_step": value["effective_step"],
                                 "steps_after_change": value["effective_step"] - step}
+                before = entry["settings"]
             return None
         line["lowered"] = first_change_after(drop, lower=True)
         if len(changes) > 1:

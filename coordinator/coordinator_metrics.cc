@@ -45,6 +45,17 @@ const TrafficKindBytes kTrafficKinds[] = {
     {"embedding", &v1::JobProgress::raw_bytes_embedding, &v1::JobProgress::wire_bytes_embedding},
 };
 
+// The `kind` label of a send kind, as the worker's traffic series name it.
+const char* TrafficKindLabel(v1::TrafficKind kind) {
+  switch (kind) {
+    case v1::TRAFFIC_KIND_ACTIVATION: return "activation";
+    case v1::TRAFFIC_KIND_GRADIENT: return "gradient";
+    case v1::TRAFFIC_KIND_DATA_PARALLEL: return "data_parallel";
+    case v1::TRAFFIC_KIND_EMBEDDING: return "embedding";
+    default: return "unspecified";
+  }
+}
+
 MetricFamily Family(const char* name, const char* help, MetricType type) {
   MetricFamily family;
   family.name = name;
@@ -120,6 +131,16 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
       Family("geotrain_job_restarts_total", "Re-placements after failures", MetricType::Counter);
   MetricFamily steps_lost = Family("geotrain_job_steps_lost_total",
                                    "Steps done and lost to failures", MetricType::Counter);
+  MetricFamily link_bits = Family("geotrain_job_link_bits",
+                                  "Adaptive compression: bits of a rank's sends of one kind",
+                                  MetricType::Gauge);
+  MetricFamily link_topk = Family("geotrain_job_link_topk_ratio",
+                                  "Adaptive compression: cocktail top-k ratio of a rank's "
+                                  "data-parallel sends",
+                                  MetricType::Gauge);
+  MetricFamily link_changes = Family("geotrain_job_link_compression_changes_total",
+                                     "Adaptive compression: changes of a rank's sends of one kind",
+                                     MetricType::Counter);
 
   for (const v1::Job& job : jobs.jobs) {
     const v1::JobProgress& progress = job.progress();
@@ -140,6 +161,15 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
     Add(checkpoint_step, {id}, static_cast<double>(progress.checkpoint_step()));
     Add(restarts, {id}, job.restarts());
     Add(steps_lost, {id}, static_cast<double>(job.steps_lost()));
+    for (const v1::LinkCompression& link : job.compression()) {
+      std::vector<ClientMetric::Label> labels = {id,
+                                                 {"stage", std::to_string(link.stage())},
+                                                 {"replica", std::to_string(link.replica())},
+                                                 {"kind", TrafficKindLabel(link.kind())}};
+      Add(link_bits, labels, link.bits());
+      if (link.topk_ratio() > 0) Add(link_topk, labels, link.topk_ratio());
+      Add(link_changes, labels, link.changes());
+    }
   }
 
   std::vector<MetricFamily> families;
@@ -148,7 +178,8 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
   families.push_back(JobCounts(jobs.count_by_state));
   for (MetricFamily* family :
        {&info, &step, &total_steps, &loss, &eval_loss, &tokens_per_second, &wire_bytes_per_second,
-        &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step, &restarts, &steps_lost}) {
+        &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step, &restarts, &steps_lost,
+        &link_bits, &link_topk, &link_changes}) {
     families.push_back(std::move(*family));
   }
   return families;
