@@ -120,8 +120,10 @@ write_scenario() {
   } >"$path"
 }
 
+# Lines already in --out DIR's results.jsonl are kept (the ratios read them), so an interrupted
+# run goes on with the same --out and the bandwidths and settings it had not done.
 RESULTS=$OUT/results.jsonl
-: >"$RESULTS"
+touch "$RESULTS"
 for bandwidth in $BANDWIDTHS; do
   for setting in $SETTINGS; do
     run=$OUT/$setting-$bandwidth

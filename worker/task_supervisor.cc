@@ -100,6 +100,9 @@ void TaskSupervisor::Handle(const geotrain::v1::CoordinatorMessage& message) {
     case geotrain::v1::CoordinatorMessage::kForget:
       Forget(message.forget());
       return;
+    case geotrain::v1::CoordinatorMessage::kProbe:
+      // The session hands probe orders to its ProbeRunner; tasks have no part in them.
+      return;
     case geotrain::v1::CoordinatorMessage::BODY_NOT_SET:
       break;
   }

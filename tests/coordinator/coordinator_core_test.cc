@@ -104,8 +104,8 @@ class CoordinatorCoreTest : public ::testing::Test {
     ASSERT_TRUE(Send(worker_id, message).ok());
   }
 
-  void ReportStep(const std::string& worker_id, const v1::Assignment& a, int64_t step,
-                  bool checkpointed = false) {
+  // The step report of assignment `a`'s rank (the last stage's carries a loss).
+  v1::WorkerMessage StepMessage(const v1::Assignment& a, int64_t step, bool checkpointed = false) {
     v1::WorkerMessage message;
     v1::StepReport* report = message.mutable_steps()->add_reports();
     report->set_job_id(a.job_id());
@@ -116,7 +116,11 @@ class CoordinatorCoreTest : public ::testing::Test {
     report->set_step_seconds(0.5);
     report->set_checkpointed(checkpointed);
     if (a.stage() == num_stages_ - 1) report->set_loss(10.0 - static_cast<double>(step));
-    ASSERT_TRUE(Send(worker_id, message).ok());
+    return message;
+  }
+  void ReportStep(const std::string& worker_id, const v1::Assignment& a, int64_t step,
+                  bool checkpointed = false) {
+    ASSERT_TRUE(Send(worker_id, StepMessage(a, step, checkpointed)).ok());
   }
 
   v1::Job Submit(int stages, int replicas, int max_restarts = 3) {
@@ -981,18 +985,11 @@ TEST_F(CoordinatorCoreTest, AdaptiveCompressionLowersTheBitsOfASlowLink) {
   std::vector<v1::ConfigChange> changes;
   for (int64_t step = 1; step <= 8 && changes.empty(); ++step) {
     for (const auto& [id, a] : assigned) {
-      v1::WorkerMessage message;
-      v1::StepReport* report = message.mutable_steps()->add_reports();
-      report->set_job_id(a.job_id());
-      report->set_generation(a.generation());
-      report->set_stage(a.stage());
-      report->set_replica(a.replica());
-      report->set_step(step);
-      report->set_step_seconds(1.0);
+      v1::WorkerMessage message = StepMessage(a, step);
+      v1::StepReport* report = message.mutable_steps()->mutable_reports(0);
       report->set_compressed(true);
       report->mutable_phases()->set_forward(0.1);
       report->mutable_phases()->set_backward(0.1);
-      if (a.stage() == 1) report->set_loss(5.0);
       v1::LinkTraffic* traffic = report->add_traffic();
       traffic->set_peer_stage(1 - a.stage());
       traffic->set_kind(a.stage() == 0 ? v1::TRAFFIC_KIND_ACTIVATION : v1::TRAFFIC_KIND_GRADIENT);
