@@ -222,9 +222,9 @@ std::vector<MetricFamily> LinkMetricFamilies(const std::vector<v1::Worker>& work
       Add(samples, std::move(probe), static_cast<double>(link.probe_samples));
     }
     if (link.latency_samples > 0) Add(latency, ends, link.latency_seconds);
-    if (link.probe_failures > 0) {
-      Add(failures, {ends[0], ends[1]}, static_cast<double>(link.probe_failures));
-    }
+    // Every known link, 0 included: a counter that appears only at its first failure cannot be
+    // rate()d across that failure.
+    Add(failures, {ends[0], ends[1]}, static_cast<double>(link.probe_failures));
   }
   std::vector<MetricFamily> families;
   for (MetricFamily* family : {&throughput, &latency, &samples, &failures}) {

@@ -246,7 +246,11 @@ TEST_F(CoordinatorMetricsTest, LinkTableSeriesPerMeasuredLink) {
             1);
   // The failed link has no estimate, so no throughput series; nothing else exists.
   EXPECT_EQ(page.Count("geotrain_coordinator_link_throughput_bytes_per_second"), 1);
-  EXPECT_EQ(page.Count("geotrain_coordinator_link_probe_failures_total"), 1);
+  // Both known links have a failure counter, the successful one at 0.
+  EXPECT_EQ(page.At("geotrain_coordinator_link_probe_failures_total{src_worker=\"" + a +
+                    "\",dst_worker=\"" + b + "\"}"),
+            0);
+  EXPECT_EQ(page.Count("geotrain_coordinator_link_probe_failures_total"), 2);
   EXPECT_EQ(page.types.at("geotrain_coordinator_link_samples_total"), "counter");
   EXPECT_EQ(page.types.at("geotrain_coordinator_link_latency_seconds"), "gauge");
 }
