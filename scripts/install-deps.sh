@@ -16,8 +16,9 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   # tools used by tests, the demo and the deploy kit's checks: Prometheus (the metrics
   # integration test scrapes a live cluster; promtool checks deploy/prometheus), systemd-analyze
-  # (the units), gnuplot (the demo's loss curve), curl (the demo reads the metrics endpoints)
-  iproute2 python3 python3-yaml prometheus systemd gnuplot-nox curl
+  # (the units), gnuplot (the demo's loss curve), curl (the demo reads the metrics endpoints),
+  # jq and bc (the WAN scenario harness reads the CLI's JSON and times runs)
+  iproute2 python3 python3-yaml prometheus systemd gnuplot-nox curl jq bc
 )
 
 missing=()
