@@ -361,17 +361,18 @@ std::vector<RankChange> AdaptiveController::Decide(int64_t newest_step) {
 
     if (now.ratio > settings_.hide_fraction) {
       unit.raise_streak = 0;
-      // Lower: bits first; the top-k ratio only once the bits are at the bottom (cocktail).
+      // Lower, down the ladder (cocktail: bits first, the top-k ratio once the bits are at the
+      // bottom) to the heaviest setting that hides, or the floor when none does.
       const Setting* floor =
           model.family == Family::kCocktail ? &model.ladder.front() : ErrorFloor(first);
       if (floor == nullptr) continue;
       const double floor_cost = WireCost(model, *floor);
+      // Any setting down the ladder, so that one decision reaches a hiding setting even when it
+      // lies past min_bits on the top-k axis (cocktail).
       std::vector<const Setting*> candidates;  // in increasing wire bytes
       for (const Setting& setting : model.ladder) {
         const double cost = WireCost(model, setting);
-        const bool same_axis =
-            SameRatio(setting.topk_ratio, current.topk_ratio) || setting.bits == current.bits;
-        if (cost < current_cost && cost >= floor_cost && same_axis) candidates.push_back(&setting);
+        if (cost < current_cost && cost >= floor_cost) candidates.push_back(&setting);
       }
       if (candidates.empty() || !interval_allows) continue;
       const Setting* chosen = candidates.front();
