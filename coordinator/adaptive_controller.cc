@@ -391,7 +391,8 @@ std::vector<RankChange> AdaptiveController::Decide(int64_t newest_step) {
       continue;
     }
 
-    // Raise one setting, once the higher one would hide with room to spare twice in a row.
+    // Raise once the next setting up would hide with room to spare twice in a row; then to the
+    // heaviest setting that would, so that a link that came back regains its precision at once.
     const Setting* next = nullptr;
     for (const Setting& setting : model.ladder) {
       if (WireCost(model, setting) > current_cost) {
@@ -405,8 +406,15 @@ std::vector<RankChange> AdaptiveController::Decide(int64_t newest_step) {
     }
     ++unit.raise_streak;
     if (unit.raise_streak < kRaiseStreak || !interval_allows) continue;
-    Apply(unit, *next, newest_step, effective_step,
-          Measured(unit, now) + ": " + Describe(model, current) + " -> " + Describe(model, *next),
+    const Setting* chosen = next;
+    for (const Setting& setting : model.ladder) {
+      if (WireCost(model, setting) > WireCost(model, *chosen) &&
+          Predict(unit, setting).ratio <= settings_.raise_fraction) {
+        chosen = &setting;
+      }
+    }
+    Apply(unit, *chosen, newest_step, effective_step,
+          Measured(unit, now) + ": " + Describe(model, current) + " -> " + Describe(model, *chosen),
           &changes);
   }
   return MergeByRank(std::move(changes));

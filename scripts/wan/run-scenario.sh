@@ -7,7 +7,9 @@
 #   bash scripts/wan/run-scenario.sh [--build-dir DIR] [--out DIR] [--quiet] SCENARIO_FILE
 #
 # Scenario files (scripts/wan/README.md "Scenarios"), one statement a line, `#` comments:
-#   job PATH                        the job YAML, relative to the repository root
+#   job PATH [KEY=VALUE ...]        the job YAML, relative to the repository root; each
+#                                   KEY=VALUE sets a dotted key (data_parallel.codec.random_ratio=1)
+#                                   to a YAML value in the copy submitted (OUT/job.yaml)
 #   region NAME                     regions in order get 10.77.1.0/24, 10.77.2.0/24, ...
 #   worker NAME REGION              a worker daemon (address 10.77.R.k)
 #   link REGION REGION MBIT         both directions between two regions ("*": every pair);
@@ -53,6 +55,7 @@ say() { [[ $QUIET == true ]] || echo "wan: $*" >&2; }
 
 # --- Reading the scenario ---
 JOB_FILE=""
+JOB_OVERRIDES=()
 REGIONS=()
 declare -A REGION_INDEX=()
 WORKERS=()
@@ -72,8 +75,12 @@ while IFS= read -r raw || [[ -n $raw ]]; do
   ((${#words[@]} > 0)) || continue
   case ${words[0]} in
     job)
-      ((${#words[@]} == 2)) || bad "job PATH"
+      ((${#words[@]} >= 2)) || bad "job PATH [KEY=VALUE ...]"
       JOB_FILE=${words[1]}
+      JOB_OVERRIDES=("${words[@]:2}")
+      for override in "${JOB_OVERRIDES[@]}"; do
+        [[ $override =~ ^[A-Za-z_][A-Za-z0-9_.]*=.+$ ]] || bad "job override '$override' is not KEY=VALUE"
+      done
       [[ -f $REPO/$JOB_FILE || -f $JOB_FILE ]] || bad "job file '$JOB_FILE' does not exist" ;;
     region)
       ((${#words[@]} == 2)) || bad "region NAME"
@@ -131,6 +138,23 @@ source "$REPO/scripts/wan/netns.sh"
 wan_probe || { echo "run-scenario: no namespaces here: $WAN_PROBE_ERROR" >&2; exit 77; }
 [[ -n $OUT ]] || OUT=$(mktemp -d /tmp/geotrain-wan.XXXXXX)
 mkdir -p "$OUT"
+if ((${#JOB_OVERRIDES[@]} > 0)); then
+  python3 - "$JOB_FILE" "$OUT/job.yaml" "${JOB_OVERRIDES[@]}" <<'PY' || exit 2
+import sys, yaml
+source, out, overrides = sys.argv[1], sys.argv[2], sys.argv[3:]
+job = yaml.safe_load(open(source))
+for override in overrides:
+    key, value = override.split("=", 1)
+    node, *path = [job] + key.split(".")
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            sys.exit(f"run-scenario: job override '{override}': '{part}' is not a mapping")
+    node[path[-1]] = yaml.safe_load(value)
+yaml.safe_dump(job, open(out, "w"), sort_keys=False)
+PY
+  JOB_FILE=$OUT/job.yaml
+fi
 PIDS=()
 stop_all() {
   local pid
