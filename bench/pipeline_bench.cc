@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,10 @@ std::string Source(const std::string& relative) {
 struct Setting {
   std::string name;
   StageAssignment job;
+  // Seals every frame (net/frame_sealer.h) with this key; empty: in the clear.
+  std::string frame_key;
+  // The setting this one repeats in the clear, to compare step times with.
+  std::string clear_twin;
 };
 
 compression::CodecConfig Codec(compression::CodecId id, int bits) {
@@ -48,6 +53,9 @@ std::vector<Setting> Settings(const StageAssignment& base) {
   using compression::CodecId;
   std::vector<Setting> settings;
   settings.push_back({"none", base});
+  // The cost of frame encryption: the baseline again with every frame sealed (AES-256-GCM). The
+  // uncompressed job moves the most bytes, so this is sealing's largest share of a step.
+  settings.push_back({"none-sealed", base, std::string(32, '\x2a'), "none"});
 
   StageAssignment compressed = base;
   compressed.compression.warmup_epochs = 1;  // AC-SGD's default: the first epoch uncompressed
@@ -101,9 +109,9 @@ struct RankRun {
 };
 
 // Trains `job` on every rank in its own thread; fails with the first rank's error.
-StatusOr<std::vector<RankRun>> Train(const StageAssignment& job) {
-  std::vector<runtime::StageLinks> links =
-      runtime::CreateFakeJobLinks(kStages, kReplicas, true, runtime::UsesFusedEmbeddingGroup(job));
+StatusOr<std::vector<RankRun>> Train(const StageAssignment& job, const std::string& frame_key) {
+  std::vector<runtime::StageLinks> links = runtime::CreateFakeJobLinks(
+      kStages, kReplicas, true, runtime::UsesFusedEmbeddingGroup(job), frame_key);
   std::vector<RankRun> runs(static_cast<size_t>(kStages * kReplicas));
   std::vector<std::thread> threads;
   for (int r = 0; r < kReplicas; ++r) {
@@ -208,6 +216,7 @@ Summary Summarise(const Setting& setting, const std::vector<RankRun>& runs, int6
   s.line = {
       {"bench", "pipeline"},
       {"setting", setting.name},
+      {"sealed", !setting.frame_key.empty()},
       {"forward", compression.forward.Describe()},
       {"backward", compression.backward.Describe()},
       {"dp_mode", runtime::DataParallelModeName(compression.data_parallel.mode)},
@@ -296,12 +305,13 @@ int RunPipelineBench(const PipelineBenchOptions& options) {
       static_cast<int64_t>((*data)->batches_per_epoch()) / base.training.micro_batches;
 
   std::optional<Summary> baseline;
+  std::map<std::string, double> step_seconds;  // by setting, for the sealed twins' ratio
   for (const Setting& setting : Settings(base)) {
     if (!options.filter.empty() && setting.name != "none" &&
         setting.name.find(options.filter) == std::string::npos) {
       continue;
     }
-    auto runs = Train(setting.job);
+    auto runs = Train(setting.job, setting.frame_key);
     if (!runs.ok()) {
       std::cerr << "geotrain-bench pipeline: " << setting.name << ": " << runs.status().ToString()
                 << "\n";
@@ -317,6 +327,11 @@ int RunPipelineBench(const PipelineBenchOptions& options) {
                                                   setting.job.training.total_steps - 1);
     Summary summary = Summarise(setting, *runs, steady_from);
     if (!baseline) baseline = summary;
+    step_seconds[setting.name] = summary.line["step_seconds"].get<double>();
+    if (auto twin = step_seconds.find(setting.clear_twin); twin != step_seconds.end()) {
+      summary.line["clear_step_seconds"] = twin->second;
+      summary.line["step_seconds_vs_clear"] = Ratio(step_seconds[setting.name], twin->second);
+    }
     summary.line["loss_ratio_vs_none"] = Ratio(summary.final_loss, baseline->final_loss);
     summary.line["wire_reduction_vs_none"] = {
         {"forward", Ratio(baseline->forward_wire, summary.forward_wire)},

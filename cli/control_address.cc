@@ -48,6 +48,29 @@ StatusOr<CoordinatorAddress> ResolveCoordinatorAddress(const std::string& flag_v
   return address;
 }
 
+namespace {
+
+auth::CredentialFile Pick(const std::string& flag_value, const char* flag, const char* env_value,
+                          const char* env_name) {
+  if (!flag_value.empty()) return {flag_value, flag};
+  if (env_value != nullptr && env_value[0] != '\0') return {env_value, env_name};
+  return {"", flag};
+}
+
+}  // namespace
+
+StatusOr<auth::ClientCredentialFiles> ResolveCredentialFiles(const CredentialFlags& flags,
+                                                             const CredentialEnv& env) {
+  auth::ClientCredentialFiles files;
+  files.ca = Pick(flags.tls_ca, "--tls-ca", env.tls_ca, kTlsCaEnvVar);
+  files.cert = Pick(flags.tls_cert, "--tls-cert", env.tls_cert, kTlsCertEnvVar);
+  files.key = Pick(flags.tls_key, "--tls-key", env.tls_key, kTlsKeyEnvVar);
+  files.token = Pick(flags.admin_token_file, "--admin-token-file", env.admin_token_file,
+                     kAdminTokenEnvVar);
+  GEOTRAIN_RETURN_IF_ERROR(auth::CheckClientCredentialFiles(files));
+  return files;
+}
+
 std::string CoordinatorAddressHint() {
   return std::string("set the address with --coordinator HOST:PORT or the ") + kCoordinatorEnvVar +
          " environment variable (default " + kDefaultCoordinatorAddress + ")";

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/auth/channel_credentials.h"
 #include "common/status.h"
 
 namespace geotrain::cli {
@@ -31,5 +32,31 @@ StatusOr<CoordinatorAddress> ResolveCoordinatorAddress(const std::string& flag_v
 
 // How a user points the CLI at another coordinator (appended to "cannot reach" errors).
 std::string CoordinatorAddressHint();
+
+// The CLI's TLS and token files: each from its flag, else its environment variable, else none.
+inline constexpr char kTlsCaEnvVar[] = "GEOTRAIN_TLS_CA";
+inline constexpr char kTlsCertEnvVar[] = "GEOTRAIN_TLS_CERT";
+inline constexpr char kTlsKeyEnvVar[] = "GEOTRAIN_TLS_KEY";
+inline constexpr char kAdminTokenEnvVar[] = "GEOTRAIN_ADMIN_TOKEN_FILE";
+
+struct CredentialFlags {
+  std::string tls_ca;            // --tls-ca
+  std::string tls_cert;          // --tls-cert
+  std::string tls_key;           // --tls-key
+  std::string admin_token_file;  // --admin-token-file
+};
+
+// The environment variables' values (nullptr: unset).
+struct CredentialEnv {
+  const char* tls_ca = nullptr;
+  const char* tls_cert = nullptr;
+  const char* tls_key = nullptr;
+  const char* admin_token_file = nullptr;
+};
+
+// Each file from its flag, else its variable; origins name which (for errors). Checks how they
+// combine (auth::CheckClientCredentialFiles); reads nothing.
+StatusOr<auth::ClientCredentialFiles> ResolveCredentialFiles(const CredentialFlags& flags,
+                                                             const CredentialEnv& env);
 
 }  // namespace geotrain::cli

@@ -6,7 +6,8 @@
 
 namespace geotrain::cli {
 
-std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const CoordinatorAddress& address) {
+std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(
+    const CoordinatorAddress& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
@@ -17,7 +18,8 @@ std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const CoordinatorAddress
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   // ListJobs --all carries every job's spec; the 4 MB default is too small for a busy cluster.
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(address.target, grpc::InsecureChannelCredentials(), args);
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  return grpc::CreateCustomChannel(address.target, credentials, args);
 }
 
 }  // namespace geotrain::cli

@@ -22,7 +22,18 @@ CommandContext ProcessCommandContext() {
   const int fd = context.err_is_terminal ? STDERR_FILENO : STDOUT_FILENO;
   if (::ioctl(fd, TIOCGWINSZ, &size) == 0) context.terminal_columns = size.ws_col;
   context.coordinator_env = std::getenv(kCoordinatorEnvVar);
+  context.credential_env.tls_ca = std::getenv(kTlsCaEnvVar);
+  context.credential_env.tls_cert = std::getenv(kTlsCertEnvVar);
+  context.credential_env.tls_key = std::getenv(kTlsKeyEnvVar);
+  context.credential_env.admin_token_file = std::getenv(kAdminTokenEnvVar);
   return context;
+}
+
+bool IsUnauthenticated(const Status& status) {
+  // FromGrpcStatus keeps the gRPC code's name in front of codes Status lacks; the client may
+  // put what it was doing before it ("submitting job.yaml: UNAUTHENTICATED: ...").
+  return status.code() == StatusCode::kFailedPrecondition &&
+         status.message().find("UNAUTHENTICATED: ") != std::string::npos;
 }
 
 int ReportFailure(const Status& status, std::ostream& err) {
@@ -37,6 +48,12 @@ int ReportFailure(const Status& status, std::ostream& err) {
     if (end == std::string::npos) break;
     begin = end + 1;
   }
+  if (IsUnauthenticated(status)) {
+    err << "  (the coordinator wants the admin token: --admin-token-file or "
+        << kAdminTokenEnvVar << ", over TLS: --tls-ca or " << kTlsCaEnvVar << ")\n";
+    err.flush();
+    return kExitUnauthenticated;
+  }
   err.flush();
   return status.code() == StatusCode::kUnavailable ? kExitUnreachable : kExitFailure;
 }
@@ -50,7 +67,11 @@ StatusOr<std::unique_ptr<CoordinatorClient>> ConnectToCoordinator(const ControlO
     return InvalidArgument("--timeout-seconds: must be positive, got " +
                            std::to_string(control.timeout_seconds));
   }
-  std::shared_ptr<grpc::Channel> channel = CreateCoordinatorChannel(address);
+  GEOTRAIN_ASSIGN_OR_RETURN(auth::ClientCredentialFiles files,
+                            ResolveCredentialFiles(control.credentials, context.credential_env));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                            auth::MakeChannelCredentials(files));
+  std::shared_ptr<grpc::Channel> channel = CreateCoordinatorChannel(address, std::move(credentials));
   const int64_t timeout_ms = std::llround(control.timeout_seconds * 1000.0);
   return std::make_unique<CoordinatorClient>(std::move(address), std::move(channel), timeout_ms);
 }

@@ -16,9 +16,13 @@
 
 namespace geotrain::cli {
 
+// Whether `status` is the coordinator's UNAUTHENTICATED (as FromGrpcStatus converts it).
+bool IsUnauthenticated(const Status& status);
+
 // Prints `status` on `err` as "geotrain: CODE: first line", further lines indented by two spaces
 // (the coordinator lists one problem per line). Returns kExitUnreachable for Unavailable (the
-// client reports an unreachable coordinator so), kExitFailure otherwise.
+// client reports an unreachable coordinator so), kExitUnauthenticated (with a hint about the
+// admin token) for a refused credential, kExitFailure otherwise.
 int ReportFailure(const Status& status, std::ostream& err);
 
 // A client for the address from --coordinator, GEOTRAIN_COORDINATOR or the default.

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <string>
 
+#include "cli/control_address.h"
 #include "cli/control_clock.h"
 #include "cli/control_format.h"
 #include "cli/control_steps_format.h"
@@ -23,6 +24,8 @@ struct ControlOptions {
   OutputFormat format = OutputFormat::kTable;
   // --timeout-seconds: the deadline of each request (not of a followed stream).
   double timeout_seconds = 10;
+  // --tls-ca, --tls-cert, --tls-key, --admin-token-file (empty: from the environment, or none).
+  CredentialFlags credentials;
 };
 
 struct SubmitOptions {
@@ -73,6 +76,8 @@ struct CommandContext {
   int terminal_columns = 0;
   // GEOTRAIN_COORDINATOR's value (nullptr: unset).
   const char* coordinator_env = nullptr;
+  // GEOTRAIN_TLS_CA, GEOTRAIN_TLS_CERT, GEOTRAIN_TLS_KEY, GEOTRAIN_ADMIN_TOKEN_FILE.
+  CredentialEnv credential_env;
   TimeZone zone = TimeZone::kLocal;
 };
 

@@ -11,5 +11,8 @@ constexpr int kExitUsage = 2;    // bad flags or arguments (CLI11 prints the usa
 constexpr int kExitUnreachable = 3;
 // submit --wait / status --watch: the job ended failed or cancelled; the reason is on stderr.
 constexpr int kExitJobFailed = 4;
+// The coordinator refused the credentials (UNAUTHENTICATED): no or a wrong admin token, or a
+// worker's token instead of the admin's.
+constexpr int kExitUnauthenticated = 5;
 
 }  // namespace geotrain::cli

@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "cli/certs_command.h"
 #include "cli/checkpoint_merge_command.h"
 #include "cli/control_address.h"
 #include "cli/control_commands.h"
@@ -38,6 +39,18 @@ void AddConnectionFlags(CLI::App* command, ControlOptions& control) {
   command->add_option("--timeout-seconds", control.timeout_seconds, "deadline of each request")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  CredentialFlags& credentials = control.credentials;
+  command->add_option("--tls-ca", credentials.tls_ca,
+                      std::string("CA of the coordinator's certificate: TLS on (default: $") +
+                          kTlsCaEnvVar + ")");
+  command->add_option("--tls-cert", credentials.tls_cert,
+                      std::string("client certificate, if the coordinator wants one (default: $") +
+                          kTlsCertEnvVar + ")");
+  command->add_option("--tls-key", credentials.tls_key,
+                      std::string("its private key (default: $") + kTlsKeyEnvVar + ")");
+  command->add_option("--admin-token-file", credentials.admin_token_file,
+                      std::string("file with the coordinator's admin token (default: $") +
+                          kAdminTokenEnvVar + ")");
 }
 
 // The flags every control command takes: the connection and -o table|json.
@@ -110,6 +123,21 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("--max-shard-bytes", merge.max_shard_bytes,
                         "split larger outputs into shards + index")
       ->capture_default_str();
+
+  CLI::App* certs_cmd = app.add_subcommand("certs", "TLS certificates and tokens");
+  certs_cmd->require_subcommand(1);
+  geotrain::auth::CertsInitOptions certs_init;
+  std::string certs_hosts;
+  CLI::App* certs_init_cmd = certs_cmd->add_subcommand(
+      "init", "make a CA, the coordinator's and workers' certificates and the two tokens");
+  certs_init_cmd->add_option("--dir", certs_init.dir, "output directory (created if missing)")
+      ->required();
+  certs_init_cmd->add_option("--hosts", certs_hosts,
+                             "the coordinator's names and IPs, comma-separated (localhost and "
+                             "127.0.0.1 are always added)");
+  certs_init_cmd->add_option("--days", certs_init.days, "validity of the certificates")
+      ->capture_default_str();
+  certs_init_cmd->add_flag("--force", certs_init.force, "replace existing files");
 
   ControlOptions control;
   SubmitOptions submit;
@@ -203,6 +231,18 @@ int main(int argc, char** argv) {
               << " file(s) into " << merge.out_dir << " (" << result->output_files
               << " safetensors file(s), " << result->bytes << " bytes)\n";
     return kExitSuccess;
+  }
+
+  if (certs_init_cmd->parsed()) {
+    size_t begin = 0;
+    while (!certs_hosts.empty() && begin <= certs_hosts.size()) {
+      const size_t comma = certs_hosts.find(',', begin);
+      certs_init.hosts.push_back(certs_hosts.substr(
+          begin, comma == std::string::npos ? std::string::npos : comma - begin));
+      if (comma == std::string::npos) break;
+      begin = comma + 1;
+    }
+    return RunCertsInit(certs_init, std::cout, std::cerr);
   }
 
   CommandContext context = ProcessCommandContext();

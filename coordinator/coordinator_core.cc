@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "coordinator/frame_key.h"
 #include "coordinator/job_figures.h"
 #include "coordinator/job_state_machine.h"
 #include "runtime/job_spec.h"
@@ -16,6 +17,25 @@ namespace {
 
 // As LoadJobSpecFile: a job file is small; anything larger is a mistake (or an attack).
 constexpr size_t kMaxSpecBytes = size_t{1} << 20;
+// SubmitJobRequest.source names a file in messages and events.
+constexpr size_t kMaxSourceBytes = 4096;
+
+// The planner multiplies these (hidden^2 x layers), so each is bounded far above real models
+// (hidden 16384, 128 layers, 256k vocabulary) yet low enough that no product overflows.
+Status CheckModelShape(const v1::ModelShape& shape) {
+  const std::pair<const char*, std::pair<int64_t, int64_t>> fields[] = {
+      {"hidden_size", {shape.hidden_size(), int64_t{1} << 20}},
+      {"layers", {shape.layers(), int64_t{1} << 16}},
+      {"vocab_size", {shape.vocab_size(), int64_t{1} << 24}}};
+  for (const auto& [name, value_and_limit] : fields) {
+    const auto [value, limit] = value_and_limit;
+    if (value < 0 || value > limit) {
+      return InvalidArgument(std::string("model_shape.") + name + ": " + std::to_string(value) +
+                             " is outside [0, " + std::to_string(limit) + "]");
+    }
+  }
+  return OkStatus();
+}
 
 const char* WorkerStateName(v1::WorkerState state) {
   switch (state) {
@@ -96,6 +116,17 @@ Status CoordinatorCore::LoadLocked(StoredState state) {
     InitTuning(*entry);
     entry->last_event_sequence = state.last_event_sequence[id];
     entry->last_log_sequence = state.last_log_sequence[id];
+    if (auto key = state.frame_keys.find(id);
+        key != state.frame_keys.end() && key->second.size() == kFrameKeyBytes) {
+      entry->frame_key = key->second;
+    } else {
+      // Stored before jobs had keys (or the key was damaged): a new key is as good, since every
+      // placement sends it to all of its ranks anew.
+      GEOTRAIN_ASSIGN_OR_RETURN(entry->frame_key, NewFrameKey());
+      GEOTRAIN_RETURN_IF_ERROR(store_->PutFrameKey(id, entry->frame_key)
+                                   .WithContext("storing the new frame key of " + id));
+      spdlog::info("{}: stored without a data-plane frame key; generated one", id);
+    }
     entry->progress_persisted_ms = now;
     if (HoldsPlacement(entry->job.state())) {
       const size_t num_ranks =
@@ -317,6 +348,11 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
     return InvalidArgument("spec_yaml: " + std::to_string(request.spec_yaml().size()) +
                            " bytes exceed the limit of " + std::to_string(kMaxSpecBytes));
   }
+  if (request.source().size() > kMaxSourceBytes) {
+    return InvalidArgument("source: " + std::to_string(request.source().size()) +
+                           " bytes exceed the limit of " + std::to_string(kMaxSourceBytes));
+  }
+  GEOTRAIN_RETURN_IF_ERROR(CheckModelShape(request.model_shape()));
   StatusOr<runtime::JobSpec> spec = runtime::ParseJobSpec(request.spec_yaml());
   if (!spec.ok()) {
     Status status(StatusCode::kInvalidArgument, spec.status().message());
@@ -329,6 +365,10 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
   GEOTRAIN_ASSIGN_OR_RETURN(uint64_t number, store_->NextJobNumber());
   v1::Job job;
   job.set_id("job-" + std::to_string(number));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string frame_key, NewFrameKey());
+  // Stored before the job: a job on record always has its key.
+  Status key_stored = store_->PutFrameKey(job.id(), frame_key);
+  if (!key_stored.ok()) return key_stored.WithContext("storing the new job's frame key");
   job.set_name(spec->name);
   job.set_state(v1::JOB_STATE_QUEUED);
   job.set_spec_yaml(runtime::JobSpecToYaml(*spec));
@@ -340,6 +380,7 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
 
   *job.mutable_model_shape() = request.model_shape();
   auto entry = std::make_unique<JobEntry>(job, figures);
+  entry->frame_key = std::move(frame_key);
   InitTuning(*entry);
   job = entry->job;  // with the adaptive settings it starts from
   v1::JobEvent event;

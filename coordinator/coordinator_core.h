@@ -164,6 +164,8 @@ class CoordinatorCore {
     // Each rank's compute in its newest step, by rank: the slowest paces the pipeline, so it is
     // the time every transfer of the step can hide behind.
     std::vector<double> rank_compute_seconds;
+    // The job's data-plane key (frame_key.h), sent in every Assignment; never in `job`.
+    std::string frame_key;
     JobEntry(v1::Job j, StepFigures f)
         : job(std::move(j)), figures(f), steps(f, job.generation()) {}
   };
@@ -212,6 +214,8 @@ class CoordinatorCore {
 
   void ApplyTaskStatus(WorkerEntry& worker, const v1::TaskStatus& task);
   void ApplyStepReports(WorkerEntry& worker, const v1::StepReports& reports);
+  // INVALID_ARGUMENT naming the field of a report no worker may send (worker_sessions.cc).
+  Status CheckStepReports(const v1::StepReports& reports);
   void ApplyLogLines(WorkerEntry& worker, const v1::LogLines& lines);
   void ApplyProbeResults(WorkerEntry& worker, const v1::ProbeResults& results);
 

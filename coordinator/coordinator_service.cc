@@ -26,8 +26,13 @@ grpc::Status Reply(StatusOr<T> result, T* response) {
 
 }  // namespace
 
-grpc::Status CoordinatorService::Register(grpc::ServerContext*, const v1::RegisterRequest* request,
+grpc::Status CoordinatorService::Register(grpc::ServerContext* context,
+                                          const v1::RegisterRequest* request,
                                           v1::RegisterResponse* response) {
+  if (limits_.registrations != nullptr) {
+    const Status allowed = limits_.registrations->Acquire(PeerHost(context->peer()));
+    if (!allowed.ok()) return ToGrpcStatus(allowed);
+  }
   return Reply(core_->Register(*request), response);
 }
 
@@ -61,9 +66,13 @@ grpc::Status CoordinatorService::Session(
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext*,
+grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* context,
                                            const v1::SubmitJobRequest* request,
                                            v1::Job* response) {
+  if (limits_.submissions != nullptr) {
+    const Status allowed = limits_.submissions->Acquire(PeerHost(context->peer()));
+    if (!allowed.ok()) return ToGrpcStatus(allowed);
+  }
   return Reply(core_->SubmitJob(*request), response);
 }
 

@@ -2,22 +2,34 @@
 // each handler converts the request, calls CoordinatorCore (or reads the StateStore for events
 // and log lines) and converts the Status.
 //
+// Who may call is decided before any handler runs (CallAuthorizer); how often a client host may
+// register or submit is decided here, because only a handler can refuse a call with its own
+// status once the call is authorized.
+//
 // Thread-safe: gRPC's synchronous server runs each RPC on a thread of its pool; Session and
 // WatchJob hold theirs for the stream's life.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include "coordinator/client_rate_limiter.h"
 #include "coordinator/coordinator_core.h"
 #include "coordinator/state_store.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
 
 namespace geotrain::coordinator {
 
+// Per-client-host limits of the calls that write (null: unlimited). Not owned.
+struct CallLimits {
+  ClientRateLimiter* registrations = nullptr;
+  ClientRateLimiter* submissions = nullptr;
+};
+
 class CoordinatorService final : public v1::Coordinator::Service {
  public:
-  // Neither is owned; both must outlive the service.
-  CoordinatorService(CoordinatorCore* core, StateStore* store) : core_(core), store_(store) {}
+  // None is owned; all must outlive the service.
+  CoordinatorService(CoordinatorCore* core, StateStore* store, CallLimits limits = {})
+      : core_(core), store_(store), limits_(limits) {}
 
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override;
@@ -44,6 +56,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
  private:
   CoordinatorCore* core_;
   StateStore* store_;
+  const CallLimits limits_;
 };
 
 }  // namespace geotrain::coordinator

@@ -83,6 +83,7 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
     assignment->mutable_rendezvous()->set_job_id(job.id());
     assignment->mutable_rendezvous()->set_generation(generation);
     *assignment->mutable_placements() = job.placements();
+    assignment->set_frame_key(entry.frame_key);
     worker->open_tasks[{job.id(), generation}] = {p.stage(), p.replica()};
     worker->session->Send(message);
     RefreshWorkerState(*worker);

@@ -1,7 +1,8 @@
 // geotrain-coordinator: the control plane's daemon. This file parses flags, wires a
 // CoordinatorServer and its metrics page, and waits for SIGINT/SIGTERM. Exit codes: 0 after a
 // clean shutdown, 1 when the state directory cannot be used or an address cannot be bound, 2 for
-// bad flags.
+// bad flags (a non-loopback --listen without TLS and tokens and without --insecure included, and
+// certificate or token files that cannot be used).
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -82,6 +83,28 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "HOST:PORT to serve Prometheus /metrics on; \"\" turns it off, port 0 picks one")
       ->capture_default_str();
+  geotrain::coordinator::ServerSecurityOptions& security = options.security;
+  app.add_option("--tls-cert", security.tls_cert_file,
+                 "the server's TLS certificate (PEM; with --tls-key: TLS on)");
+  app.add_option("--tls-key", security.tls_key_file, "the server certificate's private key (PEM)");
+  app.add_option("--tls-ca", security.tls_ca_file,
+                 "CA of the workers' client certificates: worker calls then need one (mTLS)");
+  app.add_option("--join-token-file", security.join_token_file,
+                 "file with the token workers present (mode 0600, >= 32 characters)");
+  app.add_option("--admin-token-file", security.admin_token_file,
+                 "file with the token the CLI presents (mode 0600, >= 32 characters)");
+  app.add_flag("--insecure", security.insecure,
+               "allow a non-loopback --listen without TLS or tokens (anyone who reaches the port "
+               "may call)");
+  app.add_option("--max-registrations-per-minute", options.max_registrations_per_minute,
+                 "worker registrations accepted per client host and minute (0: unlimited)")
+      ->capture_default_str();
+  app.add_option("--max-submissions-per-minute", options.max_submissions_per_minute,
+                 "job submissions accepted per client host and minute (0: unlimited)")
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", options.max_receive_message_bytes,
+                 "largest request accepted (bytes)")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->capture_default_str();
   try {
@@ -109,6 +132,21 @@ int main(int argc, char** argv) {
   if (reattach_grace_seconds < 0) return Usage("--reattach-grace-seconds: must not be negative");
   if (options.listen_address.rfind(':') == std::string::npos) {
     return Usage("--listen: \"" + options.listen_address + "\" is not HOST:PORT");
+  }
+  if (options.max_registrations_per_minute < 0) {
+    return Usage("--max-registrations-per-minute: must not be negative (0: unlimited)");
+  }
+  if (options.max_submissions_per_minute < 0) {
+    return Usage("--max-submissions-per-minute: must not be negative (0: unlimited)");
+  }
+  if (options.max_receive_message_bytes < 1024) {
+    return Usage("--max-message-bytes: " + std::to_string(options.max_receive_message_bytes) +
+                 " is below 1024");
+  }
+  if (const geotrain::Status status =
+          geotrain::coordinator::CheckServerSecurity(options.listen_address, security);
+      !status.ok()) {
+    return Usage(status.message());
   }
   if (!metrics_listen.empty() && !IsHostPort(metrics_listen)) {
     return Usage("--metrics-listen: \"" + metrics_listen +
@@ -161,6 +199,16 @@ int main(int argc, char** argv) {
   if (metrics != nullptr) metrics->Register(collectable);
 
   spdlog::info("listening on {} (state in {})", (*server)->address(), options.state_dir);
+  if (security.tls_cert_file.empty()) {
+    spdlog::warn("no TLS: {}", geotrain::coordinator::IsLoopbackListenAddress(options.listen_address)
+                                   ? "development mode on loopback, no tokens checked"
+                                   : "--insecure: anyone who reaches the port may call");
+  } else {
+    spdlog::info("TLS on; worker client certificates {}; join token {}; admin token {}",
+                 security.tls_ca_file.empty() ? "not checked" : "required",
+                 security.join_token_file.empty() ? "not checked" : "required",
+                 security.admin_token_file.empty() ? "not checked" : "required");
+  }
   // For scripts and tests: stdout carries these lines, the gRPC address first.
   std::cout << "listening on " << (*server)->address() << std::endl;
   if (metrics != nullptr) {

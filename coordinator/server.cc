@@ -1,8 +1,13 @@
 #include "coordinator/server.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
 #include <spdlog/spdlog.h>
 
+#include "common/auth/credential_files.h"
+#include "coordinator/call_authorizer.h"
+#include "coordinator/client_rate_limiter.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
@@ -15,7 +20,98 @@ namespace {
 // How long Shutdown lets RPCs in flight finish before cancelling them.
 constexpr std::chrono::seconds kShutdownGrace{2};
 
+std::string ListenHost(const std::string& listen_address) {
+  const size_t colon = listen_address.rfind(':');
+  std::string host = colon == std::string::npos ? listen_address : listen_address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+// The server's credentials: insecure, or TLS (with client certificates requested and verified
+// when there is a CA) and the CallAuthorizer.
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const ServerSecurityOptions& security) {
+  if (security.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(
+      security.tls_ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                   // The CLI connects without a certificate: a worker call
+                                   // without one is refused per call, by the authorizer.
+                                   : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  GEOTRAIN_ASSIGN_OR_RETURN(pair.cert_chain, auth::ReadPemFile({security.tls_cert_file, "--tls-cert"}));
+  GEOTRAIN_ASSIGN_OR_RETURN(pair.private_key, auth::ReadPemFile({security.tls_key_file, "--tls-key"}));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!security.tls_ca_file.empty()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(ssl.pem_root_certs, auth::ReadPemFile({security.tls_ca_file, "--tls-ca"}));
+  }
+  CallAuthorizerOptions authorizer;
+  authorizer.require_client_cert = !security.tls_ca_file.empty();
+  if (!security.join_token_file.empty()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(authorizer.join_token,
+                              auth::ReadTokenFile({security.join_token_file, "--join-token-file"}));
+  }
+  if (!security.admin_token_file.empty()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(authorizer.admin_token,
+                              auth::ReadTokenFile({security.admin_token_file, "--admin-token-file"}));
+  }
+  if (authorizer.join_token == authorizer.admin_token && !authorizer.join_token.empty()) {
+    return InvalidArgument("--join-token-file/--admin-token-file: the two tokens are the same; a "
+                           "worker could then act as an admin");
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::SslServerCredentials(ssl);
+  credentials->SetAuthMetadataProcessor(std::make_shared<CallAuthorizer>(authorizer));
+  return credentials;
+}
+
 }  // namespace
+
+bool IsLoopbackListenAddress(const std::string& listen_address) {
+  if (listen_address.rfind("unix:", 0) == 0) return true;
+  const std::string host = ListenHost(listen_address);
+  if (host == "localhost" || host == "::1") return true;
+  in_addr v4{};
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 &&
+         (ntohl(v4.s_addr) >> 24) == 127;
+}
+
+Status CheckServerSecurity(const std::string& listen_address,
+                           const ServerSecurityOptions& security) {
+  const bool tls = !security.tls_cert_file.empty();
+  if (security.tls_cert_file.empty() != security.tls_key_file.empty()) {
+    return InvalidArgument("--tls-cert/--tls-key: give both (the server's certificate and its "
+                           "private key) or neither");
+  }
+  if (!tls) {
+    if (!security.tls_ca_file.empty()) {
+      return InvalidArgument("--tls-ca: client certificates need TLS; give --tls-cert and "
+                             "--tls-key too");
+    }
+    for (const auto& [flag, file] : {std::pair{"--join-token-file", &security.join_token_file},
+                                     std::pair{"--admin-token-file", &security.admin_token_file}}) {
+      if (!file->empty()) {
+        return InvalidArgument(std::string(flag) +
+                               ": tokens are checked only over TLS (in clear text anyone on the "
+                               "path could copy them); give --tls-cert and --tls-key too");
+      }
+    }
+  }
+  if (security.insecure || IsLoopbackListenAddress(listen_address)) return OkStatus();
+  if (!tls) {
+    return InvalidArgument("--listen " + listen_address +
+                           ": a non-loopback address needs TLS (--tls-cert, --tls-key, and "
+                           "--tls-ca, --join-token-file, --admin-token-file; `geotrain certs "
+                           "init` makes them) or --insecure to serve in clear text anyway");
+  }
+  if (security.join_token_file.empty() || security.admin_token_file.empty()) {
+    return InvalidArgument("--listen " + listen_address +
+                           ": a non-loopback address needs both --join-token-file and "
+                           "--admin-token-file (or --insecure to let anyone who reaches the port "
+                           "in)");
+  }
+  return OkStatus();
+}
 
 CoordinatorServer::CoordinatorServer() = default;
 
@@ -28,6 +124,14 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return InvalidArgument("listen address: \"" + options.listen_address +
                            "\" is not HOST:PORT");
   }
+  GEOTRAIN_RETURN_IF_ERROR(CheckServerSecurity(options.listen_address, options.security));
+  if (options.max_receive_message_bytes < 1024) {
+    return InvalidArgument("max receive message size: " +
+                           std::to_string(options.max_receive_message_bytes) +
+                           " bytes is below 1024");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                            MakeServerCredentials(options.security));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   GEOTRAIN_ASSIGN_OR_RETURN(server->store_, OpenSqliteStateStore(options.state_dir));
   server->kv_ = std::make_unique<KvStore>();
@@ -35,15 +139,22 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   GEOTRAIN_ASSIGN_OR_RETURN(server->core_,
                             CoordinatorCore::Create(options.coordinator, server->store_.get(),
                                                     server->scopes_.get(), &SystemClock()));
-  server->coordinator_service_ =
-      std::make_unique<CoordinatorService>(server->core_.get(), server->store_.get());
+  server->registration_limiter_ = std::make_unique<ClientRateLimiter>(
+      options.max_registrations_per_minute, "registrations", "--max-registrations-per-minute",
+      &SystemClock());
+  server->submission_limiter_ = std::make_unique<ClientRateLimiter>(
+      options.max_submissions_per_minute, "job submissions", "--max-submissions-per-minute",
+      &SystemClock());
+  server->coordinator_service_ = std::make_unique<CoordinatorService>(
+      server->core_.get(), server->store_.get(),
+      CallLimits{server->registration_limiter_.get(), server->submission_limiter_.get()});
   server->rendezvous_service_ = std::make_unique<RendezvousService>(server->kv_.get());
 
   grpc::ServerBuilder builder;
   // Without this a second coordinator could bind the same port and share its traffic.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.AddListeningPort(options.listen_address, credentials, &server->port_);
   builder.RegisterService(server->coordinator_service_.get());
   builder.RegisterService(server->rendezvous_service_.get());
   server->server_ = builder.BuildAndStart();
@@ -71,6 +182,8 @@ void CoordinatorServer::Shutdown() {
   server_.reset();
   rendezvous_service_.reset();
   coordinator_service_.reset();
+  submission_limiter_.reset();
+  registration_limiter_.reset();
   scheduler_.reset();
   core_.reset();
   scopes_.reset();

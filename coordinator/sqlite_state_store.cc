@@ -10,10 +10,12 @@
 //   links(src, dst, throughput, samples, probe_samples, latency, latency_samples,
 //         probe_throughput, probe_latency, probed_unix_ms, probe_failures, updated_unix_ms)
 //                                                                       PRIMARY KEY (src, dst)
+//   job_keys(job_id PRIMARY KEY, frame_key)  frame_key: the job's 32-byte data-plane key, kept
+//                                            out of the v1.Job record so no API returns it
 //
-// `links` joined schema 1 later: it is created (IF NOT EXISTS) whenever a database is opened, so
-// an older database gains it and an older coordinator, which never reads it, still opens the
-// file. An estimator is stored as its estimate and sample count, from which LinkTable rebuilds
+// `links` and `job_keys` joined schema 1 later: they are created (IF NOT EXISTS) whenever a
+// database is opened, so an older database gains them and an older coordinator, which never
+// reads them, still opens the file (the core gives a job without a key a new one). An estimator is stored as its estimate and sample count, from which LinkTable rebuilds
 // its weighted sum and weight exactly (link_table.h). Its figures in bytes per second and seconds
 // are TEXT of 17 significant digits, which parse back to the same double (sqlite_db.h binds no
 // doubles, and SQLite's own REAL-to-text keeps only 15 digits).
@@ -72,6 +74,11 @@ CREATE TABLE IF NOT EXISTS links (src TEXT NOT NULL, dst TEXT NOT NULL,
                                   probe_failures INTEGER NOT NULL,
                                   updated_unix_ms INTEGER NOT NULL,
                                   PRIMARY KEY (src, dst)) WITHOUT ROWID;
+)sql";
+
+constexpr const char* kCreateJobKeys = R"sql(
+CREATE TABLE IF NOT EXISTS job_keys (job_id TEXT PRIMARY KEY, frame_key BLOB NOT NULL)
+  WITHOUT ROWID;
 )sql";
 
 // "job-12" -> 12; ids are ours, anything else sorts first.
@@ -181,6 +188,15 @@ class SqliteStateStore final : public StateStore {
         state.links.push_back(std::move(link));
       }
     }
+    {
+      GEOTRAIN_ASSIGN_OR_RETURN(SqliteStatement query,
+                                db_->Prepare("SELECT job_id, frame_key FROM job_keys"));
+      while (true) {
+        GEOTRAIN_ASSIGN_OR_RETURN(bool row, query.Step());
+        if (!row) break;
+        state.frame_keys[query.ColumnText(0)] = query.ColumnBlob(1);
+      }
+    }
     GEOTRAIN_RETURN_IF_ERROR(LastSequences("job_events", &state.last_event_sequence));
     GEOTRAIN_RETURN_IF_ERROR(LastSequences("job_log_lines", &state.last_log_sequence));
     return state;
@@ -227,6 +243,16 @@ class SqliteStateStore final : public StateStore {
       GEOTRAIN_RETURN_IF_ERROR(append.Run());
     }
     return transaction.Commit();
+  }
+
+  Status PutFrameKey(const std::string& job_id, const std::string& frame_key) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        SqliteStatement put,
+        db_->Prepare("INSERT OR REPLACE INTO job_keys (job_id, frame_key) VALUES (?1, ?2)"));
+    put.BindText(1, job_id);
+    put.BindBlob(2, frame_key);
+    return put.Run();
   }
 
   Status AppendLogLines(const std::string& job_id,
@@ -446,6 +472,7 @@ Status PrepareSchema(SqliteDb* db) {
     GEOTRAIN_RETURN_IF_ERROR(transaction.status());
     GEOTRAIN_RETURN_IF_ERROR(db->Exec(kCreateSchema));
     GEOTRAIN_RETURN_IF_ERROR(db->Exec(kCreateLinks));
+    GEOTRAIN_RETURN_IF_ERROR(db->Exec(kCreateJobKeys));
     return transaction.Commit();
   }
   if (std::find(tables.begin(), tables.end(), "geotrain_meta") == tables.end()) {
@@ -484,7 +511,8 @@ Status PrepareSchema(SqliteDb* db) {
     return DataLoss(db->path() + ": geotrain_meta.schema_version " + std::to_string(schema) +
                     " is not a valid version");
   }
-  return db->Exec(kCreateLinks);
+  GEOTRAIN_RETURN_IF_ERROR(db->Exec(kCreateLinks));
+  return db->Exec(kCreateJobKeys);
 }
 
 }  // namespace
@@ -496,6 +524,14 @@ StatusOr<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& st
   if (error) return Unavailable(state_dir + ": cannot create the state directory: " + error.message());
   if (!std::filesystem::is_directory(state_dir, error)) {
     return Unavailable(state_dir + ": not a directory");
+  }
+  // coordinator.db holds every job's frame key: the directory is the owner's alone, which covers
+  // the database and its -wal/-shm files whatever the umask made them.
+  std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, error);
+  if (error) {
+    return Unavailable(state_dir + ": cannot make the state directory private (mode 0700): " +
+                       error.message());
   }
 
   const std::string lock_path = state_dir + "/coordinator.lock";

@@ -32,6 +32,9 @@ struct StoredState {
   std::map<std::string, int64_t> last_log_sequence;
   // Every stored link estimate, by (src, dst).
   std::vector<LinkFigures> links;
+  // Each job's data-plane frame key (Assignment.frame_key), by job id; jobs stored before keys
+  // existed have none.
+  std::map<std::string, std::string> frame_keys;
 };
 
 class StateStore {
@@ -54,6 +57,9 @@ class StateStore {
   // Appends a job's log lines and drops those beyond kMaxLogLinesPerJob.
   virtual Status AppendLogLines(const std::string& job_id,
                                 const std::vector<v1::SequencedLogLine>& lines) = 0;
+  // Stores (inserts or replaces) a job's frame key, a secret kept apart from the Job record so
+  // that nothing that returns a Job can carry it.
+  virtual Status PutFrameKey(const std::string& job_id, const std::string& frame_key) = 0;
   // Inserts a complete step; a step redone after a recovery replaces the earlier run's row.
   virtual Status PutStep(const std::string& job_id, const v1::JobStep& step) = 0;
   // In one transaction: deletes every link from or to a worker of `forgotten_workers`, then

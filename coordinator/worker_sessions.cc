@@ -8,9 +8,54 @@
 #include "coordinator/job_state_machine.h"
 
 namespace geotrain::coordinator {
+namespace {
+
+// Limits on what a worker may claim or report: far beyond real values, tight enough that a
+// hostile or broken worker cannot make the coordinator store megabytes per field or count steps
+// into overflow. Strings: host names are at most 253 bytes, region and device names far less.
+constexpr size_t kMaxIdentifierBytes = 256;
+constexpr uint32_t kMaxCpuCount = 1 << 20;
+constexpr uint64_t kMaxDeviceMemoryBytes = uint64_t{1} << 50;  // 1 PiB
+constexpr int64_t kMaxStep = int64_t{1} << 40;
+
+Status CheckCapabilities(const v1::WorkerCapabilities& caps) {
+  const std::pair<const char*, const std::string*> strings[] = {
+      {"host", &caps.host()},         {"advertise_address", &caps.advertise_address()},
+      {"region", &caps.region()},     {"device_kind", &caps.device_kind()},
+      {"version", &caps.version()}};
+  for (const auto& [name, value] : strings) {
+    if (value->size() > kMaxIdentifierBytes) {
+      return InvalidArgument(std::string("capabilities.") + name + ": " +
+                             std::to_string(value->size()) + " bytes exceed the limit of " +
+                             std::to_string(kMaxIdentifierBytes));
+    }
+  }
+  if (caps.cpu_count() > kMaxCpuCount) {
+    return InvalidArgument("capabilities.cpu_count: " + std::to_string(caps.cpu_count()) +
+                           " exceeds the limit of " + std::to_string(kMaxCpuCount));
+  }
+  if (caps.device_memory_bytes() > kMaxDeviceMemoryBytes) {
+    return InvalidArgument("capabilities.device_memory_bytes: " +
+                           std::to_string(caps.device_memory_bytes()) +
+                           " exceeds the limit of " + std::to_string(kMaxDeviceMemoryBytes) +
+                           " (a negative number sent as unsigned?)");
+  }
+  if (caps.probe_port() > 65535) {
+    return InvalidArgument("capabilities.probe_port: " + std::to_string(caps.probe_port()) +
+                           " is not a TCP port");
+  }
+  return OkStatus();
+}
+
+}  // namespace
 
 StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterRequest& request) {
   const v1::WorkerCapabilities& caps = request.capabilities();
+  if (request.worker_id().size() > kMaxIdentifierBytes) {
+    return InvalidArgument("worker_id: " + std::to_string(request.worker_id().size()) +
+                           " bytes exceed the limit of " + std::to_string(kMaxIdentifierBytes));
+  }
+  GEOTRAIN_RETURN_IF_ERROR(CheckCapabilities(caps));
   if (caps.data_port_min() > caps.data_port_max()) {
     return InvalidArgument("capabilities.data_port_min: " + std::to_string(caps.data_port_min()) +
                            " is above data_port_max " + std::to_string(caps.data_port_max()));
@@ -151,18 +196,57 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
       Wake();
       break;
     case v1::WorkerMessage::kSteps:
+      GEOTRAIN_RETURN_IF_ERROR(CheckStepReports(message.steps()));
       ApplyStepReports(*worker, message.steps());
       break;
     case v1::WorkerMessage::kLogs:
       ApplyLogLines(*worker, message.logs());
       break;
     case v1::WorkerMessage::kProbes:
+      // Workers probe only the targets the coordinator ordered, all of them registered.
+      for (int i = 0; i < message.probes().results_size(); ++i) {
+        const std::string& dst = message.probes().results(i).dst_worker_id();
+        if (FindWorker(dst) == nullptr) {
+          return InvalidArgument("probes.results[" + std::to_string(i) +
+                                 "].dst_worker_id: '" + dst.substr(0, kMaxIdentifierBytes) +
+                                 "' is not a registered worker");
+        }
+      }
       ApplyProbeResults(*worker, message.probes());
       break;
     case v1::WorkerMessage::BODY_NOT_SET:
       // A newer worker's message kind; it still counted as a heartbeat.
       spdlog::debug("worker {}: message of an unknown kind; ignored", worker_id);
       break;
+  }
+  return OkStatus();
+}
+
+// A protocol violation ends the session with INVALID_ARGUMENT (the worker reconnects). Reports of
+// unknown jobs or old generations are not violations (late reports of an abandoned placement):
+// ApplyStepReports skips them. Runs under mu_.
+Status CoordinatorCore::CheckStepReports(const v1::StepReports& reports) {
+  for (int i = 0; i < reports.reports_size(); ++i) {
+    const v1::StepReport& report = reports.reports(i);
+    const std::string field = "steps.reports[" + std::to_string(i) + "]";
+    if (report.step() < 0 || report.step() > kMaxStep) {
+      return InvalidArgument(field + ".step: " + std::to_string(report.step()) +
+                             " is outside [0, " + std::to_string(kMaxStep) + "]");
+    }
+    const JobEntry* entry = FindJob(report.job_id());
+    const int num_stages = entry == nullptr ? 0 : entry->figures.num_stages;
+    const int replicas = entry == nullptr ? 0 : entry->figures.replicas;
+    const bool current = entry != nullptr && report.generation() == entry->job.generation();
+    if (report.stage() < 0 || (current && report.stage() >= num_stages)) {
+      return InvalidArgument(field + ".stage: " + std::to_string(report.stage()) +
+                             " is outside the stages of " + report.job_id() +
+                             (current ? " [0, " + std::to_string(num_stages) + ")" : ""));
+    }
+    if (report.replica() < 0 || (current && report.replica() >= replicas)) {
+      return InvalidArgument(field + ".replica: " + std::to_string(report.replica()) +
+                             " is outside the replicas of " + report.job_id() +
+                             (current ? " [0, " + std::to_string(replicas) + ")" : ""));
+    }
   }
   return OkStatus();
 }

@@ -11,6 +11,7 @@
 
 #include "net/exchange_transport.h"
 #include "net/peer_exchange.h"
+#include "net/sealed_peer_exchange.h"
 
 namespace geotrain::net {
 namespace {
@@ -23,7 +24,7 @@ class FakeHub {
  public:
   enum class RankState { kAlive, kLeft, kDied };
 
-  explicit FakeHub(int size) : states_(size, RankState::kAlive) {}
+  FakeHub(int size, FakeWireTap tap) : tap_(std::move(tap)), states_(size, RankState::kAlive) {}
 
   int size() const { return static_cast<int>(states_.size()); }
 
@@ -46,6 +47,7 @@ class FakeHub {
   // the receipt if it was.
   void Withdraw(int me, int to, Channel channel, uint64_t id);
 
+  const FakeWireTap tap_;  // called under mu_
   std::mutex mu_;
   std::condition_variable changed_;
   std::vector<RankState> states_;                        // guarded by mu_
@@ -89,7 +91,12 @@ Status FakeHub::Exchange(int me, Channel channel, const ExchangeStep& step,
   if (step.send_to != kNoPeer) {
     GEOTRAIN_RETURN_IF_ERROR(CheckAlive(me, step.send_to, send_to));
     sent_id = next_id_++;
-    Mailbox(me, step.send_to, channel).push_back({sent_id, {step.send.begin(), step.send.end()}});
+    std::vector<uint8_t> bytes(step.send.begin(), step.send.end());
+    if (!tap_ || tap_(me, step.send_to, channel, &bytes)) {
+      Mailbox(me, step.send_to, channel).push_back({sent_id, std::move(bytes)});
+    } else {
+      taken_.insert(sent_id);  // dropped on the way, yet acknowledged
+    }
     changed_.notify_all();
   }
 
@@ -168,19 +175,36 @@ class FakePeerExchange final : public PeerExchange {
 }  // namespace
 
 std::vector<std::unique_ptr<Transport>> CreateFakeTransportGroup(int size) {
+  if (size < 1) return {};
+  FakeTransportOptions options;
+  options.size = size;
+  return std::move(CreateFakeTransportGroup(options)).value();  // no key: cannot fail
+}
+
+StatusOr<std::vector<std::unique_ptr<Transport>>> CreateFakeTransportGroup(
+    const FakeTransportOptions& options) {
+  if (options.size < 1) {
+    return InvalidArgument("fake group: size " + std::to_string(options.size) + " is below 1");
+  }
   std::vector<std::unique_ptr<Transport>> ranks;
-  if (size < 1) return ranks;
-  auto hub = std::make_shared<FakeHub>(size);
-  for (int rank = 0; rank < size; ++rank) {
-    ranks.push_back(
-        std::make_unique<ExchangeTransport>(std::make_unique<FakePeerExchange>(hub, rank)));
+  auto hub = std::make_shared<FakeHub>(options.size, options.wire_tap);
+  for (int rank = 0; rank < options.size; ++rank) {
+    std::unique_ptr<PeerExchange> exchange = std::make_unique<FakePeerExchange>(hub, rank);
+    if (!options.frame_key.empty()) {
+      GEOTRAIN_ASSIGN_OR_RETURN(exchange, SealedPeerExchange::Create(std::move(exchange),
+                                                                     options.frame_key,
+                                                                     options.group_name));
+    }
+    ranks.push_back(std::make_unique<ExchangeTransport>(std::move(exchange)));
   }
   return ranks;
 }
 
 Status KillFakeRank(Transport& member, int rank) {
   auto* transport = dynamic_cast<ExchangeTransport*>(&member);
-  auto* fake = transport ? dynamic_cast<FakePeerExchange*>(&transport->exchange()) : nullptr;
+  PeerExchange* exchange = transport ? &transport->exchange() : nullptr;
+  if (auto* sealed = dynamic_cast<SealedPeerExchange*>(exchange)) exchange = &sealed->inner();
+  auto* fake = dynamic_cast<FakePeerExchange*>(exchange);
   if (fake == nullptr) return InvalidArgument("KillFakeRank: not a fake transport");
   if (rank < 0 || rank >= fake->size()) {
     return InvalidArgument("KillFakeRank: no rank " + std::to_string(rank) + " in a group of " +

@@ -29,7 +29,9 @@
 #include <vector>
 
 #include "net/exchange_transport.h"
+#include "net/frame_sealer.h"
 #include "net/peer_exchange.h"
+#include "net/sealed_peer_exchange.h"
 
 namespace geotrain::net {
 namespace {
@@ -264,6 +266,10 @@ StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOpti
     return InvalidArgument(group + ": connect_timeout must be positive");
   }
   if (!store) return InvalidArgument(group + ": no store");
+  if (!options.frame_key.empty() && options.frame_key.size() != kFrameKeyBytes) {
+    return InvalidArgument(group + ": frame_key: " + std::to_string(options.frame_key.size()) +
+                           " bytes, expected " + std::to_string(kFrameKeyBytes));
+  }
   IgnoreSigpipeOnce();
 
   const Deadline deadline(options.connect_timeout);
@@ -291,8 +297,19 @@ StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOpti
         return Unavailable(message + ": " + what);
       });
   GEOTRAIN_RETURN_IF_ERROR(created);
-  return std::unique_ptr<Transport>(std::make_unique<ExchangeTransport>(
-      std::make_unique<GlooPeerExchange>(std::move(process_group), options)));
+  if (options.frame_key.empty()) {
+    return std::unique_ptr<Transport>(std::make_unique<ExchangeTransport>(
+        std::make_unique<GlooPeerExchange>(std::move(process_group), options)));
+  }
+  // The limit is on frames as the caller sees them; on the wire they carry the seal too.
+  GlooTransportOptions wire_options = options;
+  wire_options.max_frame_bytes = options.max_frame_bytes + kSealOverhead;
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      std::unique_ptr<SealedPeerExchange> sealed,
+      SealedPeerExchange::Create(
+          std::make_unique<GlooPeerExchange>(std::move(process_group), wire_options),
+          options.frame_key, options.group_name));
+  return std::unique_ptr<Transport>(std::make_unique<ExchangeTransport>(std::move(sealed)));
 }
 
 StatusOr<c10::intrusive_ptr<c10d::Store>> CreateFileStore(const std::string& path, int num_workers,

@@ -45,6 +45,11 @@ struct GlooTransportOptions {
   // Largest frame Recv accepts. A larger announced length fails with DATA_LOSS before anything is
   // allocated, so a corrupt length cannot exhaust memory.
   uint64_t max_frame_bytes = uint64_t{4} << 30;
+  // The job's frame key (net/frame_sealer.h: kFrameKeyBytes raw bytes), or empty: frames in the
+  // clear. With a key every byte the group moves is sealed with AES-256-GCM under a subkey
+  // derived from it and group_name (so group_name must also be new per incarnation, which it
+  // already is), and a frame forged, replayed, reordered or from another job fails with DATA_LOSS.
+  std::string frame_key;
 };
 
 // Joins the group described by `options` through `store` (shared by all ranks; any number of

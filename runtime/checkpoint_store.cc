@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 
 #include "common/span.h"
 #include "models/atomic_file_writer.h"
@@ -88,13 +89,24 @@ std::string Hex64(uint64_t value) {
   return text;
 }
 
+// A filesystem error as a Status: a full disk is ResourceExhausted and says so in words an
+// operator greps for, anything else Unavailable.
+Status FileSystemError(const std::string& what, const std::error_code& error) {
+  if (error.value() == ENOSPC || error.value() == EDQUOT) {
+    return ResourceExhausted(what + ": " + error.message() + " (ENOSPC: the disk is full)");
+  }
+  return Unavailable(what + ": " + error.message());
+}
+
 Status FsyncDirectory(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Unavailable(path + ": cannot open directory: " + std::strerror(errno));
   const int result = ::fsync(fd);
   const int err = errno;
   ::close(fd);
-  if (result != 0) return Unavailable(path + ": fsync failed: " + std::strerror(err));
+  if (result != 0) {
+    return FileSystemError(path + ": fsync failed", std::error_code(err, std::generic_category()));
+  }
   return OkStatus();
 }
 
@@ -417,12 +429,22 @@ Status CheckpointStore::WritePart(const RankCheckpoint& checkpoint,
 }
 
 Status CheckpointStore::Write(const RankCheckpoint& checkpoint) {
+  Status status = WriteOnce(checkpoint);
+  if (status.code() == StatusCode::kResourceExhausted &&
+      status.message().find("ENOSPC") == std::string::npos) {
+    // The writers below report strerror's words; name the errno too.
+    status = ResourceExhausted(status.message() + " (ENOSPC: the disk is full)");
+  }
+  return status;
+}
+
+Status CheckpointStore::WriteOnce(const RankCheckpoint& checkpoint) {
   const std::string context = StepName(checkpoint.step) + "/" + PartName();
   if (checkpoint.step < 0) return InvalidArgument(context + ": step is negative");
   const std::string step_dir = StepDir(checkpoint.step);
   std::error_code error;
   fs::create_directories(step_dir, error);
-  if (error) return Unavailable(step_dir + ": cannot create: " + error.message());
+  if (error) return FileSystemError(step_dir + ": cannot create", error);
   bool job_present = false;
   GEOTRAIN_RETURN_IF_ERROR(CheckJobFile(checkpoint.step, &job_present));
   if (!job_present) GEOTRAIN_RETURN_IF_ERROR(WriteJobFile(checkpoint.step));
@@ -439,7 +461,7 @@ Status CheckpointStore::Write(const RankCheckpoint& checkpoint) {
   const std::string part = step_dir + "/" + PartName();
   const std::string temp = step_dir + "/" + temp_prefix + UniqueSuffix();
   fs::create_directory(temp, error);
-  if (error) return Unavailable(temp + ": cannot create: " + error.message());
+  if (error) return FileSystemError(temp + ": cannot create", error);
   Status status = WritePart(checkpoint, temp);
   if (status.ok()) status = FsyncDirectory(temp);
   if (status.ok()) status = MoveIntoPlace(temp, part);

@@ -59,7 +59,9 @@ class CheckpointStore {
                                         int dp_rank, int dp_size);
 
   // Writes this rank's part of checkpoint.step (>= 0), replacing an earlier part of the same step
-  // atomically. On failure nothing already saved changes and the temporary directory is removed.
+  // atomically. On failure nothing already saved changes and the temporary directory is removed;
+  // the step's marker is never written, so the step does not count as complete. A full disk is
+  // ResourceExhausted naming ENOSPC; other I/O errors are Unavailable.
   Status Write(const RankCheckpoint& checkpoint);
 
   // The newest step whose S*D markers all exist; nullopt when there is none. Errors: a step at or
@@ -96,6 +98,7 @@ class CheckpointStore {
   // OK when step's job.json is absent (*present = false) or matches this layout.
   Status CheckJobFile(int64_t step, bool* present) const;
   Status WriteJobFile(int64_t step) const;
+  Status WriteOnce(const RankCheckpoint& checkpoint);
   Status WritePart(const RankCheckpoint& checkpoint, const std::string& part_dir) const;
   Status CheckMarker(int64_t step) const;
   // Renames the step directory aside, then deletes it; a step already gone is not an error.

@@ -28,6 +28,14 @@ using models::data::WeightedSource;
 using LayerRanges = std::vector<std::pair<int64_t, int64_t>>;
 
 constexpr size_t kMaxJobFileBytes = 1 << 20;
+// Limits on what a job may ask for. Specs arrive over the network (SubmitJob), and the
+// coordinator sizes per-rank tables by stages x replicas, so absurd values are refused here
+// rather than allocated. Far beyond any real job: the largest pipelines have ~100 stages.
+constexpr int kMaxStages = 1024;
+constexpr int kMaxReplicas = 4096;
+constexpr int64_t kMaxRanks = 65536;
+// The name appears in logs, events and metric labels.
+constexpr size_t kMaxJobNameBytes = 256;
 
 // The CodecConfig enums that compression/ offers no names for.
 template <typename Enum, size_t N>
@@ -649,6 +657,36 @@ std::vector<FieldProblem> LayerRangeProblems(const JobSpec& spec) {
 std::vector<FieldProblem> JobProblems(const JobSpec& spec) {
   std::vector<FieldProblem> problems;
   if (spec.name.empty()) problems.push_back({"name", "missing", {}});
+  if (spec.name.size() > kMaxJobNameBytes) {
+    problems.push_back({"name",
+                        std::to_string(spec.name.size()) + " bytes exceed the limit of " +
+                            std::to_string(kMaxJobNameBytes),
+                        {}});
+  }
+  if (std::any_of(spec.name.begin(), spec.name.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    problems.push_back({"name", "contains a control character", {}});
+  }
+  if (spec.num_stages > kMaxStages) {
+    problems.push_back({"pipeline.stages",
+                        std::to_string(spec.num_stages) + " exceeds the limit of " +
+                            std::to_string(kMaxStages),
+                        {}});
+  }
+  if (spec.dp_size > kMaxReplicas) {
+    problems.push_back({"data_parallel.replicas",
+                        std::to_string(spec.dp_size) + " exceeds the limit of " +
+                            std::to_string(kMaxReplicas),
+                        {}});
+  }
+  if (spec.num_stages <= kMaxStages && spec.dp_size <= kMaxReplicas &&
+      static_cast<int64_t>(spec.num_stages) * spec.dp_size > kMaxRanks) {
+    problems.push_back({"data_parallel.replicas",
+                        std::to_string(spec.num_stages) + " stages x " +
+                            std::to_string(spec.dp_size) + " replicas exceed the limit of " +
+                            std::to_string(kMaxRanks) + " ranks",
+                        {"pipeline.stages"}});
+  }
   for (FieldProblem problem : AssignmentFor(spec, 0, 0).Problems()) {
     problem.field = YamlPathOf(problem.field);
     for (std::string& other : problem.also_reads) other = YamlPathOf(other);

@@ -120,6 +120,7 @@ nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResul
   };
   if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
   if (r.eval_loss) line["eval_loss"] = *r.eval_loss;
+  if (!r.checkpoint_error.empty()) line["checkpoint_error"] = r.checkpoint_error;
   return line;
 }
 
@@ -157,7 +158,8 @@ Status RunRank(const RankRunOptions& options,
     return FailedPrecondition(where + ": a job of several ranks needs a rendezvous store");
   }
   auto links = ConnectGlooStageLinks(assignment, model.tie_word_embeddings, options.store,
-                                     options.bind_address, options.group_prefix);
+                                     options.bind_address, options.group_prefix,
+                                     options.frame_key);
   if (!links.ok()) return links.status().WithContext(where);
   auto runtime = StageRuntime::Create(assignment, std::move(links).value());
   if (!runtime.ok()) return runtime.status().WithContext(where);

@@ -28,6 +28,9 @@ struct RankRunOptions {
   std::string bind_address;
   // Prefix of the group names in the store (distinct per job placement).
   std::string group_prefix = "geotrain-run";
+  // The job's frame key (net::GlooTransportOptions::frame_key): 32 bytes, or empty for frames in
+  // the clear. The group names above key the sealing, so they must be new for every placement.
+  std::string frame_key;
   // Where weights initialised from model_init_seed go (a directory of this rank's own);
   // empty: a directory under the system's temporary directory, removed when RunRank returns.
   std::string init_dir;

@@ -1,6 +1,8 @@
 #include "runtime/stage_links.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "net/fake_transport.h"
 #include "net/gloo_transport.h"
@@ -92,7 +94,8 @@ bool UsesFusedEmbeddingGroup(const StageAssignment& assignment) {
 StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bool tied_embeddings,
                                            c10::intrusive_ptr<c10d::Store> store,
                                            const std::string& bind_address,
-                                           const std::string& job_name) {
+                                           const std::string& job_name,
+                                           const std::string& frame_key) {
   StageLinks links;
   const int me = assignment.global_rank();
   for (const GroupSpec& group :
@@ -106,6 +109,7 @@ StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bo
     options.size = static_cast<int>(group.members.size());
     options.bind_address = bind_address;
     options.group_name = job_name + "/" + group.name;
+    options.frame_key = frame_key;
     options.connect_timeout = std::chrono::milliseconds(
         static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
     auto transport = net::CreateGlooTransport(options, store);
@@ -118,11 +122,21 @@ StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bo
 }
 
 std::vector<StageLinks> CreateFakeJobLinks(int num_stages, int dp_size, bool tied_embeddings,
-                                           bool fused_embedding_sync) {
+                                           bool fused_embedding_sync,
+                                           const std::string& frame_key) {
   std::vector<StageLinks> links(static_cast<size_t>(num_stages * dp_size));
   for (const GroupSpec& group :
        JobGroups(num_stages, dp_size, tied_embeddings && num_stages > 1, fused_embedding_sync)) {
-    auto transports = net::CreateFakeTransportGroup(static_cast<int>(group.members.size()));
+    net::FakeTransportOptions options;
+    options.size = static_cast<int>(group.members.size());
+    options.frame_key = frame_key;
+    options.group_name = "fake/" + group.name;
+    auto created = net::CreateFakeTransportGroup(options);
+    if (!created.ok()) {
+      std::fprintf(stderr, "CreateFakeJobLinks: %s\n", created.status().ToString().c_str());
+      std::abort();
+    }
+    auto transports = std::move(created).value();
     for (size_t i = 0; i < group.members.size(); ++i) {
       Place(group, static_cast<int>(i), std::move(transports[i]), &links[group.members[i]]);
     }

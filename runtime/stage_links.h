@@ -38,15 +38,20 @@ bool NeedsEmbeddingGroup(const StageAssignment& assignment, bool tied_embeddings
 bool UsesFusedEmbeddingGroup(const StageAssignment& assignment);
 
 // Joins this rank's Gloo groups through `store` (shared by the job's ranks). `job_name` prefixes
-// the group names so that several incarnations of a job can share one store.
+// the group names so that several incarnations of a job can share one store. With a
+// `frame_key` (32 bytes; empty: in the clear) every group seals its frames under a subkey of
+// it derived from the group's name (net/frame_sealer.h).
 StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bool tied_embeddings,
                                            c10::intrusive_ptr<c10d::Store> store,
                                            const std::string& bind_address,
-                                           const std::string& job_name);
+                                           const std::string& job_name,
+                                           const std::string& frame_key = "");
 
 // In-process links for every rank of a job (fake transports), indexed by global rank
-// (dp_rank * num_stages + stage). For tests and single-process benchmarks.
+// (dp_rank * num_stages + stage). For tests and single-process benchmarks; with a `frame_key`
+// they seal their frames as Gloo links do (an invalid key aborts: a caller bug).
 std::vector<StageLinks> CreateFakeJobLinks(int num_stages, int dp_size, bool tied_embeddings,
-                                           bool fused_embedding_sync);
+                                           bool fused_embedding_sync,
+                                           const std::string& frame_key = "");
 
 }  // namespace geotrain::runtime

@@ -662,6 +662,10 @@ StatusOr<double> StageRuntime::Evaluate() {
 Status StageRuntime::Checkpoint() {
   if (!checkpoints_) return FailedPrecondition("checkpoint: training.checkpoint_dir is empty");
   GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush().WithContext(DataParallelErrorContext()));
+  return WriteCheckpoint();
+}
+
+Status StageRuntime::WriteCheckpoint() {
   const Clock::time_point start = Clock::now();
   RankCheckpoint checkpoint;
   checkpoint.step = step_;
@@ -741,9 +745,22 @@ Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step,
     if (checkpoints_ && ((training.checkpoint_every > 0 && step_ % training.checkpoint_every == 0) ||
                          (last && training.checkpoint_every > 0))) {
       const Clock::time_point start = Clock::now();
-      GEOTRAIN_RETURN_IF_ERROR(Checkpoint());
+      // A transport error of the flush is the job's failure, not the storage's.
+      GEOTRAIN_RETURN_IF_ERROR(data_parallel_->Flush().WithContext(DataParallelErrorContext()));
+      const Status written = WriteCheckpoint();
       result.phases.checkpoint = SecondsSince(start);
-      result.checkpointed = true;
+      const bool storage_failed = written.code() == StatusCode::kResourceExhausted ||
+                                  written.code() == StatusCode::kUnavailable;
+      if (written.ok()) {
+        result.checkpointed = true;
+      } else if (last || !storage_failed) {
+        return written;
+      } else {
+        result.checkpoint_error = written.message();
+        spdlog::warn("checkpoint of step {} not written: {}; training goes on, a restart resumes "
+                     "from the newest complete checkpoint, the next one is due at step {}",
+                     step_, written.message(), step_ + training.checkpoint_every);
+      }
     }
     result.total_steps = training.total_steps;
     MeasureTraffic(&result);

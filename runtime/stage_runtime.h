@@ -94,6 +94,9 @@ struct StepResult {
   double forward_relative_error = 0;  // mean over this step's activation frames sent
   std::optional<double> eval_loss;    // when the step ended with an evaluation (last stage)
   bool checkpointed = false;          // this rank wrote its part of the checkpoint of `step`
+  // Why this rank's part of the checkpoint of `step` could not be written (disk full, storage
+  // gone); empty when it was written or none was due. Training went on: see Run().
+  std::string checkpoint_error;
   int64_t total_steps = 0;            // training.total_steps (known once the data is open)
   StepPhases phases;
   int64_t tokens = 0;  // micro_batches x micro_batch_size x seq_length
@@ -116,7 +119,11 @@ class StageRuntime {
   StatusOr<int64_t> Resume();
 
   // Runs steps until training.total_steps, evaluating and checkpointing at their cadence (and a
-  // final checkpoint when checkpoints are on). `on_step` sees every step's result;
+  // final checkpoint when checkpoints are on). A periodic checkpoint the storage refuses (full
+  // disk: ResourceExhausted; an I/O error: Unavailable) does not end the run: the step reports
+  // it in checkpoint_error, the older complete checkpoints stay, and the next one is tried at
+  // its cadence. Losing hours of training to a full disk is worse than a longer replay after a
+  // later crash. The final checkpoint is the job's result, so its failure ends the run. `on_step` sees every step's result;
   // `before_step`, when set, runs before each step starts (where changes get scheduled).
   Status Run(const std::function<void(const StepResult&)>& on_step,
              const std::function<void()>& before_step = nullptr);
@@ -145,6 +152,8 @@ class StageRuntime {
   Status ApplyOptimizer(StepResult* result);
 
  private:
+  // Checkpoint() after the data-parallel flush: the store's write and prune.
+  Status WriteCheckpoint();
   struct MicroBatch;
   StageRuntime() = default;
 

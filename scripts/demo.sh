@@ -231,7 +231,15 @@ else
   COORD_LISTEN=127.0.0.1:0   # a free port, printed once serving
   COORD_METRICS=127.0.0.1:0
 fi
-coordinator_args=(--listen "$COORD_LISTEN" --state-dir "$STATE_DIR")
+# The real path, not --insecure: a CA, certificates and tokens for this run (docs/security.md).
+CERTS=$DEMO_DIR/certs
+"$BIN/geotrain" certs init --dir "$CERTS" --hosts "${COORD_LISTEN%:*}" >"$DEMO_DIR/certs.out" ||
+  { say "geotrain certs init failed" >&2; exit 1; }
+say "TLS: CA, certificates and tokens in $CERTS (geotrain certs init)"
+coordinator_args=(--listen "$COORD_LISTEN" --state-dir "$STATE_DIR"
+                  --tls-cert "$CERTS/coordinator.pem" --tls-key "$CERTS/coordinator.key"
+                  --tls-ca "$CERTS/ca.pem" --join-token-file "$CERTS/join.token"
+                  --admin-token-file "$CERTS/admin.token")
 [[ -n $COORD_METRICS_FLAG ]] && coordinator_args+=(--metrics-listen "$COORD_METRICS")
 "${AT_COORD[@]}" "$BIN/geotrain-coordinator" "${coordinator_args[@]}" \
     >"$DEMO_DIR/coordinator.out" 2>"$DEMO_DIR/coordinator.log" &
@@ -240,6 +248,8 @@ PIDS+=("$COORD_PID")
 ADDRESS=$(wait_for_line "listening on" "$COORD_PID" "$DEMO_DIR/coordinator.out") ||
   { say "the coordinator did not start" >&2; cat "$DEMO_DIR/coordinator.log" >&2; exit 1; }
 export GEOTRAIN_COORDINATOR=$ADDRESS
+# The CLI: TLS and the admin token, from the environment.
+export GEOTRAIN_TLS_CA=$CERTS/ca.pem GEOTRAIN_ADMIN_TOKEN_FILE=$CERTS/admin.token
 METRICS_ENDPOINTS=()
 if [[ -n $COORD_METRICS_FLAG ]]; then
   at=$(wait_for_line "metrics on" "$COORD_PID" "$DEMO_DIR/coordinator.out" \
@@ -252,7 +262,8 @@ WORKER_PIDS=()
 for i in 0 1 2 3; do
   worker_args=(--coordinator "$ADDRESS" --advertise "${WORKER_ADDRS[$i]}"
                --region "${REGIONS[$i]}" --work-dir "$DEMO_DIR/worker-$i" --data-root "$REPO"
-               --threads 1)
+               --threads 1 --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem"
+               --tls-key "$CERTS/worker.key" --join-token-file "$CERTS/join.token")
   if [[ -n $WORKER_METRICS_FLAG ]]; then
     if [[ $MODE == wan ]]; then metrics=${WORKER_ADDRS[$i]}:9401; else metrics=127.0.0.1:0; fi
     worker_args+=(--metrics-listen "$metrics")

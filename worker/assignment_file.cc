@@ -1,5 +1,9 @@
 #include "worker/assignment_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -14,6 +18,8 @@ namespace {
 
 // An Assignment carries a job YAML (limited to 1 MiB by the job parser) and a few numbers.
 constexpr uintmax_t kMaxFileBytes = 4u << 20;
+// Assignment.frame_key: empty (frames in the clear) or the job's AES-256 key.
+constexpr size_t kFrameKeyBytes = 32;
 
 std::string JobIdProblem(const std::string& id) {
   if (id.empty()) return "empty";
@@ -42,6 +48,11 @@ Status ValidateAssignment(const geotrain::v1::Assignment& assignment) {
     add("assignment.replica: " + std::to_string(assignment.replica()) + " is negative");
   }
   if (assignment.spec_yaml().empty()) add("assignment.spec_yaml: empty");
+  // Only the length: the bytes are a secret.
+  if (!assignment.frame_key().empty() && assignment.frame_key().size() != kFrameKeyBytes) {
+    add("assignment.frame_key: " + std::to_string(assignment.frame_key().size()) +
+        " bytes, expected " + std::to_string(kFrameKeyBytes));
+  }
   if (!problems.empty()) return InvalidArgument(problems);
   return OkStatus();
 }
@@ -53,10 +64,22 @@ Status WriteAssignmentFile(const std::string& path, const geotrain::v1::Assignme
   }
   const std::string temp = path + ".tmp";
   {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) return Unavailable(temp + ": cannot write the assignment: " + std::strerror(errno));
+    // Owner-only from the first byte: the assignment holds the job's frame key. fchmod covers a
+    // temp file left behind with other permissions.
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return Unavailable(temp + ": cannot write the assignment: " + std::strerror(errno));
+    bool written = ::fchmod(fd, 0600) == 0;
+    for (size_t done = 0; written && done < bytes.size();) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      written = n > 0;
+      if (written) done += static_cast<size_t>(n);
+    }
+    const int saved = errno;
+    ::close(fd);
+    if (!written) {
+      return Unavailable(temp + ": cannot write the assignment: " + std::strerror(saved));
+    }
   }
   std::error_code ec;
   fs::rename(temp, path, ec);

@@ -15,10 +15,10 @@ namespace geotrain::worker {
 
 // Every problem, one per line, each naming the field ("assignment.job_id: empty"): job_id of
 // letters, digits, '.', '_', '-' (at most 128, not starting with '.'), stage and replica not
-// negative, spec_yaml not empty.
+// negative, spec_yaml not empty, frame_key empty or 32 bytes.
 Status ValidateAssignment(const geotrain::v1::Assignment& assignment);
 
-// Atomic (temp file + rename).
+// Atomic (temp file + rename); the file is the owner's only (0600): it holds the job's frame key.
 Status WriteAssignmentFile(const std::string& path, const geotrain::v1::Assignment& assignment);
 // Errors name the file: unreadable, not a serialised Assignment, or an invalid one.
 StatusOr<geotrain::v1::Assignment> ReadAssignmentFile(const std::string& path);

@@ -14,7 +14,11 @@
 
 namespace geotrain::worker {
 
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address);
+// `credentials` null: insecure (a coordinator in development mode on loopback). Otherwise TLS
+// and the join token (auth::MakeChannelCredentials with the worker's --tls-* and
+// --join-token-file).
+std::shared_ptr<grpc::Channel> CoordinatorChannel(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // "UNAVAILABLE: failed to connect to all addresses".
 std::string DescribeRpcError(const grpc::Status& status);

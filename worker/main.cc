@@ -180,18 +180,30 @@ int DaemonMain(int argc, char** argv) {
   capability_flags.data_port_max = static_cast<uint32_t>(flags.port_max);
   capability_flags.probe_port =
       probe_server != nullptr ? static_cast<uint32_t>(probe_server->port()) : 0;
+  // Read once here, so a missing or unreadable certificate or token ends the daemon at once.
+  auto credentials = geotrain::auth::MakeChannelCredentials(flags.credentials);
+  if (!credentials.ok()) {
+    spdlog::error("{}", credentials.status().message());
+    return kExitUsage;
+  }
   SessionOptions session_options;
   session_options.coordinator = flags.coordinator;
+  session_options.credentials = *credentials;
   session_options.work_dir = flags.work_dir;
   session_options.capabilities = DetectCapabilities(capability_flags);
   session_options.backoff.seed = std::random_device{}();
   session_options.metrics = metrics.get();
+  spdlog::info("coordinator {} over {}", flags.coordinator,
+               !flags.credentials.ca.given()     ? "plain gRPC (no --tls-ca)"
+               : flags.credentials.cert.given()  ? "TLS with a client certificate"
+                                                 : "TLS without a client certificate");
   spdlog::info("geotrain-worker {} on {} ({}, {} CPUs), work dir {}, data root {}", WorkerVersion(),
                session_options.capabilities.host(), session_options.capabilities.device_kind(),
                session_options.capabilities.cpu_count(), flags.work_dir, flags.data_root);
 
   SupervisorOptions supervisor_options;
   supervisor_options.coordinator = flags.coordinator;
+  supervisor_options.credential_files = flags.credentials;
   supervisor_options.advertise = flags.advertise;
   supervisor_options.work_dir = flags.work_dir;
   supervisor_options.metrics = metrics.get();

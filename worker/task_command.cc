@@ -29,7 +29,11 @@ Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& 
   runtime::RankRunOptions run;
   run.assignment = stage;
   run.bind_address = options.bind_address;
-  run.group_prefix = "geotrain";
+  // Group names key the frame sealing (one subkey per group incarnation), so they name the job
+  // and the generation: a later placement never reuses a predecessor's nonces.
+  run.group_prefix =
+      "geotrain/" + assignment.job_id() + "/g" + std::to_string(assignment.generation());
+  run.frame_key = assignment.frame_key();
   // RunRank uses it only for weights from model_init_seed; inside the task directory it is kept
   // for inspection and cleaned up with the task.
   const std::filesystem::path task_dir = std::filesystem::path(options.assignment_path).parent_path();
@@ -41,7 +45,10 @@ Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& 
   if (stage.world_size() > 1) {
     const auto timeout =
         std::chrono::milliseconds(static_cast<int64_t>(stage.training.timeout_seconds * 1000));
-    run.store = c10::make_intrusive<CoordinatorStore>(CoordinatorChannel(options.coordinator),
+    GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                              auth::MakeChannelCredentials(options.credentials));
+    run.store = c10::make_intrusive<CoordinatorStore>(
+        CoordinatorChannel(options.coordinator, std::move(credentials)),
                                                       assignment.rendezvous(), timeout,
                                                       options.coordinator);
     spdlog::info("rank {}: joining the job's groups through the coordinator at {}",

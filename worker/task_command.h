@@ -1,5 +1,5 @@
 // The task child: `geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR
-// [--threads N]`, the process the daemon starts for each Assignment (hidden from --help).
+// [--threads N] [--tls-ca FILE [--tls-cert FILE --tls-key FILE] [--join-token-file FILE]]`, the process the daemon starts for each Assignment (hidden from --help).
 //
 // Reads the Assignment file, derives the rank's StageAssignment (task_assignment.h), forms the
 // job's groups through a CoordinatorStore scoped to the assignment's rendezvous, and trains with
@@ -11,6 +11,8 @@
 #pragma once
 
 #include <string>
+
+#include "common/auth/channel_credentials.h"
 
 namespace geotrain::worker {
 
@@ -25,6 +27,9 @@ struct TaskCommandOptions {
   // --config-changes: the codec changes to poll; empty: kConfigChangesFileName in the
   // assignment file's directory (the daemon's task directory).
   std::string config_changes_path;
+  // --tls-ca, --tls-cert, --tls-key, --join-token-file: how the Rendezvous calls reach a
+  // coordinator with TLS (the daemon passes its own on); none given: insecure.
+  auth::ClientCredentialFiles credentials;
 };
 
 // Returns the process's exit code.

@@ -250,7 +250,12 @@ void TaskProcess::Stop(std::chrono::milliseconds grace) {
     stop_requested_ = true;
     const Clock::time_point deadline = Clock::now() + std::max(grace, std::chrono::milliseconds(0));
     if (!kill_at_ || deadline < *kill_at_) kill_at_ = deadline;
-    if (grace.count() > 0) ::kill(-pid_, SIGTERM);
+    if (grace.count() > 0) {
+      ::kill(-pid_, SIGTERM);
+      // A stopped child (SIGSTOP, a debugger gone) holds a handled SIGTERM pending until it runs
+      // again; continue it so that it can shut down. SIGKILL at kill_at_ ends it either way.
+      ::kill(-pid_, SIGCONT);
+    }
   }
   KillIfDue();
   Wake();

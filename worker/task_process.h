@@ -72,8 +72,8 @@ class TaskProcess {
   TaskProcess(const TaskProcess&) = delete;
   TaskProcess& operator=(const TaskProcess&) = delete;
 
-  // SIGTERM to the child's group now, SIGKILL once `grace` has passed if the child still runs
-  // (grace 0: SIGKILL at once). Returns at once; a second call can only shorten the grace.
+  // SIGTERM (and SIGCONT, for a stopped child) to the child's group now, SIGKILL once `grace`
+  // has passed if the child still runs (grace 0: SIGKILL at once), stopped or not. Returns at once; a second call can only shorten the grace.
   void Stop(std::chrono::milliseconds grace);
 
   // Blocks until on_exit has returned.

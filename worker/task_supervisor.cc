@@ -12,6 +12,7 @@
 #include "runtime/config_change.h"
 #include "worker/assignment_file.h"
 #include "worker/task_command.h"
+#include "worker/worker_flags.h"
 
 namespace geotrain::worker {
 namespace fs = std::filesystem;
@@ -156,6 +157,9 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
   ProcessSpec process;
   process.argv = {options_.task_binary, "task",          "--coordinator", options_.coordinator,
                   "--assignment",       assignment_path, "--bind",        options_.advertise};
+  for (const std::string& arg : CredentialFlags(options_.credential_files)) {
+    process.argv.push_back(arg);
+  }
   if (options_.threads > 0) {
     process.argv.push_back("--threads");
     process.argv.push_back(std::to_string(options_.threads));

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/auth/channel_credentials.h"
 #include "geotrain/v1/coordinator.pb.h"
 #include "worker/outbox.h"
 #include "worker/task_key.h"
@@ -34,6 +35,8 @@ namespace geotrain::worker {
 
 struct SupervisorOptions {
   std::string coordinator;  // HOST:PORT, passed on to each child (rendezvous)
+  // The daemon's --tls-* and --join-token-file, passed on to each child (absolute paths).
+  auth::ClientCredentialFiles credential_files;
   std::string advertise;    // the children's --bind (Gloo listens there)
   std::string work_dir;     // tasks/ is created under it
   std::string data_root;    // the children's working directory; relative job paths resolve here

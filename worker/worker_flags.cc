@@ -7,8 +7,38 @@
 namespace geotrain::worker {
 namespace fs = std::filesystem;
 
+namespace {
+
+void AddCredentialFlags(CLI::App* app, auth::ClientCredentialFiles* files) {
+  app->add_option("--tls-ca", files->ca.path,
+                  "CA that signed the coordinator's certificate (PEM): TLS on");
+  app->add_option("--tls-cert", files->cert.path,
+                  "this worker's client certificate (PEM; with --tls-key: mTLS)");
+  app->add_option("--tls-key", files->key.path, "the client certificate's private key (PEM)");
+  app->add_option("--join-token-file", files->token.path,
+                  "file with the coordinator's join token (mode 0600; needs --tls-ca)");
+}
+
+// Absolute: the task children run in --data-root, not in the daemon's directory.
+void MakeAbsolute(auth::CredentialFile* file) {
+  if (file->given()) file->path = fs::absolute(file->path).lexically_normal().string();
+}
+
+}  // namespace
+
+std::vector<std::string> CredentialFlags(const auth::ClientCredentialFiles& files) {
+  std::vector<std::string> args;
+  for (const auth::CredentialFile* file : {&files.ca, &files.cert, &files.key, &files.token}) {
+    if (!file->given()) continue;
+    args.push_back(file->origin);
+    args.push_back(file->path);
+  }
+  return args;
+}
+
 void AddDaemonFlags(CLI::App* app, DaemonFlags* flags) {
   app->add_option("--coordinator", flags->coordinator, "the coordinator, HOST:PORT")->required();
+  AddCredentialFlags(app, &flags->credentials);
   app->add_option("--advertise", flags->advertise,
                   "the address other workers reach this one's data plane at")
       ->required();
@@ -110,6 +140,12 @@ Status FinishDaemonFlags(DaemonFlags* flags) {
     GEOTRAIN_RETURN_IF_ERROR(CheckListenAddress("--probe-listen", flags->probe_listen));
   }
 
+  GEOTRAIN_RETURN_IF_ERROR(auth::CheckClientCredentialFiles(flags->credentials));
+  for (auth::CredentialFile* file : {&flags->credentials.ca, &flags->credentials.cert,
+                                     &flags->credentials.key, &flags->credentials.token}) {
+    MakeAbsolute(file);
+  }
+
   std::error_code ec;
   if (flags->work_dir.empty()) return InvalidArgument("--work-dir: empty");
   fs::create_directories(flags->work_dir, ec);
@@ -132,11 +168,13 @@ void AddTaskFlags(CLI::App* app, TaskCommandOptions* options) {
   app->add_option("--bind", options->bind_address, "the address Gloo listens on")->required();
   app->add_option("--threads", options->threads, "intra-op threads; 0: LibTorch's default")
       ->capture_default_str();
+  AddCredentialFlags(app, &options->credentials);
 }
 
 Status CheckTaskFlags(const TaskCommandOptions& options) {
   GEOTRAIN_RETURN_IF_ERROR(CheckHostPort("--coordinator", options.coordinator));
   if (options.assignment_path.empty()) return InvalidArgument("--assignment: empty");
+  GEOTRAIN_RETURN_IF_ERROR(auth::CheckClientCredentialFiles(options.credentials));
   if (options.threads < 0) {
     return InvalidArgument("--threads: " + std::to_string(options.threads) + " is negative");
   }

@@ -4,12 +4,16 @@
 //   geotrain-worker --coordinator HOST:PORT --advertise ADDR --region NAME --work-dir DIR
 //       [--data-root DIR] [--threads N] [--stop-grace-seconds S] [--port-min P --port-max P]
 //       [--log-level info] [--metrics-listen HOST:PORT] [--probe-listen HOST:PORT]
+//       [--tls-ca FILE [--tls-cert FILE --tls-key FILE] [--join-token-file FILE]]
 //   geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR [--threads N]
+//       [the daemon's --tls-* and --join-token-file]
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
+#include "common/auth/channel_credentials.h"
 #include "common/status.h"
 #include "worker/task_command.h"
 
@@ -17,6 +21,8 @@ namespace geotrain::worker {
 
 struct DaemonFlags {
   std::string coordinator;
+  // --tls-ca, --tls-cert, --tls-key, --join-token-file (absolute after FinishDaemonFlags).
+  auth::ClientCredentialFiles credentials;
   std::string advertise;
   std::string region;
   std::string work_dir;
@@ -38,6 +44,9 @@ Status FinishDaemonFlags(DaemonFlags* flags);
 
 void AddTaskFlags(CLI::App* app, TaskCommandOptions* options);
 Status CheckTaskFlags(const TaskCommandOptions& options);
+
+// The child's flags for `files`: {"--tls-ca", PATH, ...}, only those given.
+std::vector<std::string> CredentialFlags(const auth::ClientCredentialFiles& files);
 
 // "--coordinator: \"x\" is not HOST:PORT ..." or OK.
 Status CheckHostPort(const std::string& flag, const std::string& value);

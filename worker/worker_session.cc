@@ -32,7 +32,7 @@ WorkerSession::WorkerSession(SessionOptions options, TaskSupervisor* supervisor,
       supervisor_(supervisor),
       outbox_(outbox),
       wakeup_(wakeup),
-      channel_(CoordinatorChannel(options_.coordinator)),
+      channel_(CoordinatorChannel(options_.coordinator, options_.credentials)),
       stub_(geotrain::v1::Coordinator::NewStub(channel_)) {}
 
 void WorkerSession::RequestShutdown() {

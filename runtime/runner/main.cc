@@ -4,6 +4,8 @@
 //       --pipeline-group-size 2 --data-group-size 2 --model-name MODEL_DIR ...
 //   geotrain-run --dist-url file:///shared/rdzv --world-size 4 --rank 1 --config job.yaml
 //       [--config-changes changes.jsonl]   (adaptive compression's changes, runtime/config_change.h)
+//       [--frame-key-file job.key]   (32 raw bytes or 64 hex digits, the same file on every rank:
+//                                     seals every data-plane frame with AES-256-GCM)
 //
 // Flags follow the seed projects (runtime/seed_flags.h; docs/job-spec.md maps them onto the job
 // spec). Rank 0 serves the rendezvous store of a tcp:// URL; a file:// URL names a file every rank
@@ -14,9 +16,12 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <iostream>
+#include <vector>
 
 #include "net/gloo_transport.h"
+#include "runtime/frame_key_file.h"
 #include "runtime/rank_runner.h"
 #include "runtime/seed_flags.h"
 
@@ -52,18 +57,50 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const SeedRunConfig& config,
   return InvalidArgument("--dist-url: \"" + url + "\" is neither tcp://HOST:PORT nor file:///PATH");
 }
 
-Status Train(const SeedRunConfig& config) {
+constexpr const char* kFrameKeyFlag = "--frame-key-file";
+
+// Takes --frame-key-file FILE (or =FILE) out of argv, which keeps the seed projects' flags, and
+// returns FILE ("" when absent).
+StatusOr<std::string> TakeFrameKeyFlag(std::vector<char*>* args) {
+  std::string path;
+  for (size_t i = 1; i < args->size();) {
+    const std::string arg = (*args)[i];
+    const std::string with_value = std::string(kFrameKeyFlag) + "=";
+    if (arg == kFrameKeyFlag) {
+      if (i + 1 >= args->size()) return InvalidArgument(std::string(kFrameKeyFlag) + ": no file");
+      path = (*args)[i + 1];
+      args->erase(args->begin() + i, args->begin() + i + 2);
+    } else if (arg.rfind(with_value, 0) == 0) {
+      path = arg.substr(with_value.size());
+      args->erase(args->begin() + i);
+    } else {
+      ++i;
+      continue;
+    }
+    if (path.empty()) return InvalidArgument(std::string(kFrameKeyFlag) + ": empty file name");
+  }
+  return path;
+}
+
+Status Train(const SeedRunConfig& config, const std::string& frame_key) {
   const net::Timeout timeout(
       static_cast<int64_t>(config.assignment.training.timeout_seconds * 1000));
   RankRunOptions options;
   options.assignment = config.assignment;
   options.bind_address = config.bind_address;
+  options.frame_key = frame_key;
   if (!config.config_changes_path.empty()) {
     options.poll_changes = CodecChangePoller(config.config_changes_path);
   }
   // A job of one rank joins no group, so it needs no rendezvous.
   if (config.assignment.world_size() > 1) {
     GEOTRAIN_ASSIGN_OR_RETURN(options.store, OpenStore(config, timeout));
+    if (!frame_key.empty()) {
+      // The key may serve many runs; a run name of its own gives each run its own subkeys.
+      GEOTRAIN_ASSIGN_OR_RETURN(std::string run_name,
+                                AgreeOnRunName(*options.store, config.rank, timeout));
+      options.group_prefix += "/" + run_name;
+    }
     spdlog::info("rank {}: joining the job's groups through {}", config.assignment.global_rank(),
                  config.dist_url);
   }
@@ -79,16 +116,40 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("geotrain-run"));
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::cout << geotrain::runtime::SeedFlagsHelp();
+      std::cout << geotrain::runtime::SeedFlagsHelp()
+                << "\n  --frame-key-file FILE  the job's data-plane key (32 raw bytes or 64 hex "
+                   "digits, the same\n                         file on every rank): seals every "
+                   "frame with AES-256-GCM\n";
       return 0;
     }
   }
-  auto config = geotrain::runtime::ParseSeedFlags(argc, argv);
+  std::vector<char*> args(argv, argv + argc);
+  auto key_path = geotrain::runtime::TakeFrameKeyFlag(&args);
+  if (!key_path.ok()) {
+    std::cerr << "geotrain-run: " << key_path.status().message() << "\n";
+    return 2;
+  }
+  std::string frame_key;
+  if (!key_path->empty()) {
+    std::string warning;
+    auto key = geotrain::runtime::ReadFrameKeyFile(*key_path, &warning);
+    if (!key.ok()) {
+      std::cerr << "geotrain-run: " << key.status().message() << "\n";
+      return 2;
+    }
+    if (!warning.empty()) spdlog::warn("{}", warning);
+    frame_key = std::move(key).value();
+  }
+  auto config = geotrain::runtime::ParseSeedFlags(static_cast<int>(args.size()), args.data());
   if (!config.ok()) {
     std::cerr << "geotrain-run: " << config.status().message() << "\n";
     return 2;
   }
-  const geotrain::Status status = geotrain::runtime::Train(*config);
+  if (frame_key.empty() && config->assignment.world_size() > 1) {
+    spdlog::warn("no --frame-key-file: data-plane frames (activations, gradients) cross the "
+                 "network in the clear, unauthenticated");
+  }
+  const geotrain::Status status = geotrain::runtime::Train(*config, frame_key);
   if (!status.ok()) {
     spdlog::error("{}", status.ToString());
     return 1;

@@ -207,17 +207,27 @@ done
 say "network: ${#REGIONS[@]} regions, ${#WORKERS[@]} workers (namespaces $WAN_PREFIX-*)"
 
 # --- The daemons ---
+# TLS, worker certificates and tokens, as a real deployment (docs/security.md).
+CERTS=$OUT/certs
+"$BIN/geotrain" certs init --dir "$CERTS" --hosts 10.77.0.1 >"$OUT/certs.out" ||
+  { echo "run-scenario: geotrain certs init failed" >&2; exit 1; }
 wan_exec_prefix coord
 "${WAN_EXEC[@]}" "$BIN/geotrain-coordinator" --listen 10.77.0.1:7070 --state-dir "$OUT/state" \
-  --metrics-listen "" "${COORD_FLAGS[@]}" >"$OUT/coordinator.out" 2>"$OUT/coordinator.log" &
+  --metrics-listen "" --tls-cert "$CERTS/coordinator.pem" --tls-key "$CERTS/coordinator.key" \
+  --tls-ca "$CERTS/ca.pem" --join-token-file "$CERTS/join.token" \
+  --admin-token-file "$CERTS/admin.token" \
+  "${COORD_FLAGS[@]}" >"$OUT/coordinator.out" 2>"$OUT/coordinator.log" &
 PIDS+=($!)
 export GEOTRAIN_COORDINATOR=10.77.0.1:7070
+export GEOTRAIN_TLS_CA=$CERTS/ca.pem GEOTRAIN_ADMIN_TOKEN_FILE=$CERTS/admin.token
 cli() { wan_exec coord "$BIN/geotrain" "$@"; }
 for worker in "${WORKERS[@]}"; do
   wan_exec_prefix "$worker"
   "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator 10.77.0.1:7070 \
     --advertise "${WORKER_ADDR[$worker]}" --region "${WORKER_REGION[$worker]}" \
     --work-dir "$OUT/$worker" --data-root "$REPO" --threads 1 --metrics-listen "" \
+    --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem" --tls-key "$CERTS/worker.key" \
+    --join-token-file "$CERTS/join.token" \
     "${WORKER_FLAGS[@]}" >"$OUT/$worker.out" 2>"$OUT/$worker.log" &
   PIDS+=($!)
 done

@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -277,6 +279,56 @@ class ControlCluster {
           return false;
         },
         timeout);
+  }
+
+  // WriteTinyJob with keys of its `training:` section replaced, e.g. {"checkpoint_every", "5"}
+  // (each key must be in examples/gpt2-tiny-2x2.yaml).
+  std::string WriteTinyJob(int steps,
+                           const std::vector<std::pair<std::string, std::string>>& training) {
+    const std::string path = WriteTinyJob(steps);
+    std::string yaml = ReadFile(path);
+    for (const auto& [key, value] : training) {
+      const size_t at = yaml.find("\n  " + key + ": ");
+      EXPECT_NE(at, std::string::npos) << "examples/gpt2-tiny-2x2.yaml has no training." << key;
+      if (at == std::string::npos) continue;
+      const size_t end = yaml.find('\n', at + 1);
+      yaml.replace(at, end - at, "\n  " + key + ": " + value);
+    }
+    std::ofstream(path) << yaml;
+    return path;
+  }
+
+  // The index of the worker whose WORK_DIR/worker-id holds `worker_id`; -1 when none does.
+  int WorkerIndexOf(const std::string& worker_id) const {
+    for (int i = 0; i < num_workers(); ++i) {
+      std::string text = ReadFile(dir() + "/worker-" + std::to_string(i) + "/worker-id");
+      text.erase(std::remove_if(text.begin(), text.end(), ::isspace), text.end());
+      if (!text.empty() && text == worker_id) return i;
+    }
+    return -1;
+  }
+
+  // The task processes worker `index` runs now (its children that are not zombies).
+  std::vector<pid_t> TaskChildren(int index) { return ChildrenOf(worker(index).pid()); }
+
+  // The step lines (runtime::StepResultJson) in the task logs of worker `index`
+  // (WORK_DIR/tasks/*/task.log), every generation's, in no particular order across tasks.
+  std::vector<nlohmann::json> StepLines(int index) const {
+    std::vector<nlohmann::json> lines;
+    const std::string tasks = dir() + "/worker-" + std::to_string(index) + "/tasks";
+    DIR* listing = ::opendir(tasks.c_str());
+    if (listing == nullptr) return lines;
+    while (dirent* entry = ::readdir(listing)) {
+      if (entry->d_name[0] == '.') continue;
+      std::istringstream log(ReadFile(tasks + "/" + entry->d_name + "/task.log"));
+      for (std::string line; std::getline(log, line);) {
+        if (line.empty() || line[0] != '{') continue;
+        nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (json.is_object() && json.contains("step")) lines.push_back(std::move(json));
+      }
+    }
+    ::closedir(listing);
+    return lines;
   }
 
   // Every process's stderr, for failure messages.

@@ -25,7 +25,8 @@ EXTRA_FILES = ["docs/metrics.md", "docs/operations.md", "scripts/install-deps.sh
 FAKE_HELP = ("--listen --state-dir --metrics-listen --heartbeat-interval-ms "
              "--heartbeat-timeout-ms --stop-timeout-seconds --reattach-grace-seconds "
              "--log-level --coordinator --advertise --region --work-dir --data-root --threads "
-             "--stop-grace-seconds --port-min --port-max")
+             "--stop-grace-seconds --port-min --port-max --tls-cert --tls-key --tls-ca "
+             "--join-token-file --admin-token-file")
 
 DASHBOARD = "deploy/grafana/dashboards/geotrain.json"
 WORKER_UNIT = "deploy/systemd/geotrain-worker.service"

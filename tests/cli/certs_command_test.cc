@@ -1,0 +1,154 @@
+// `geotrain certs init`: the files it writes, their modes, what the certificates say, and that
+// nothing is overwritten without --force.
+#include "cli/certs_command.h"
+
+#include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/exit_codes.h"
+#include "common/auth/credential_files.h"
+#include "tests/testing/temp_dir.h"
+
+namespace geotrain::cli {
+namespace {
+
+unsigned Mode(const std::string& path) {
+  struct stat info {};
+  EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
+  return info.st_mode & 0777;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+X509* LoadCert(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr) return nullptr;
+  X509* cert = PEM_read_X509(file, nullptr, nullptr, nullptr);
+  std::fclose(file);
+  return cert;
+}
+
+TEST(CertsInitTest, WritesTheSetWithPrivateModesAndUsableTokens) {
+  geotrain::testing::TempDir dir;
+  auth::CertsInitOptions options;
+  options.dir = dir.File("certs");
+  options.hosts = {"10.77.0.1", "coord.example.com"};
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCertsInit(options, out, err), kExitSuccess) << err.str();
+  for (const char* name : {auth::kCaKeyFile, auth::kCoordinatorKeyFile, auth::kWorkerKeyFile,
+                           auth::kJoinTokenFile, auth::kAdminTokenFile}) {
+    EXPECT_EQ(Mode(options.dir + "/" + name), 0600u) << name;
+    EXPECT_NE(out.str().find(options.dir + "/" + name), std::string::npos) << name;
+  }
+  for (const char* name : {auth::kCaCertFile, auth::kCoordinatorCertFile, auth::kWorkerCertFile}) {
+    EXPECT_EQ(Mode(options.dir + "/" + name), 0644u) << name;
+  }
+  EXPECT_NE(out.str().find("--admin-token-file"), std::string::npos) << out.str();
+
+  const auto join = auth::ReadTokenFile({options.dir + "/" + auth::kJoinTokenFile, "join"});
+  const auto admin = auth::ReadTokenFile({options.dir + "/" + auth::kAdminTokenFile, "admin"});
+  ASSERT_TRUE(join.ok()) << join.status().ToString();
+  ASSERT_TRUE(admin.ok());
+  EXPECT_EQ(join->size(), 64u);
+  EXPECT_NE(*join, *admin);
+
+  // The coordinator's certificate: signed by the CA, for the hosts and localhost.
+  X509* ca = LoadCert(options.dir + "/" + auth::kCaCertFile);
+  X509* coordinator = LoadCert(options.dir + "/" + auth::kCoordinatorCertFile);
+  X509* worker = LoadCert(options.dir + "/" + auth::kWorkerCertFile);
+  ASSERT_NE(ca, nullptr);
+  ASSERT_NE(coordinator, nullptr);
+  ASSERT_NE(worker, nullptr);
+  EVP_PKEY* ca_key = X509_get0_pubkey(ca);
+  EXPECT_EQ(X509_verify(coordinator, ca_key), 1);
+  EXPECT_EQ(X509_verify(worker, ca_key), 1);
+  EXPECT_EQ(X509_check_host(coordinator, "coord.example.com", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_host(coordinator, "localhost", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_ip_asc(coordinator, "10.77.0.1", 0), 1);
+  EXPECT_EQ(X509_check_ip_asc(coordinator, "127.0.0.1", 0), 1);
+  EXPECT_NE(X509_check_ip_asc(coordinator, "10.77.0.2", 0), 1);
+  EXPECT_EQ(X509_check_purpose(coordinator, X509_PURPOSE_SSL_SERVER, 0), 1);
+  EXPECT_EQ(X509_check_purpose(worker, X509_PURPOSE_SSL_CLIENT, 0), 1);
+  EXPECT_NE(X509_check_purpose(worker, X509_PURPOSE_SSL_SERVER, 0), 1);
+  X509_free(ca);
+  X509_free(coordinator);
+  X509_free(worker);
+}
+
+TEST(CertsInitTest, RefusesToOverwriteWithoutForce) {
+  geotrain::testing::TempDir dir;
+  auth::CertsInitOptions options;
+  options.dir = dir.path();
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCertsInit(options, out, err), kExitSuccess) << err.str();
+  const std::string token = Read(dir.File(auth::kAdminTokenFile));
+
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunCertsInit(options, out2, err2), kExitFailure);
+  EXPECT_NE(err2.str().find(dir.File(auth::kCaCertFile) + " exists; --force replaces it"),
+            std::string::npos)
+      << err2.str();
+  EXPECT_EQ(Read(dir.File(auth::kAdminTokenFile)), token);
+
+  options.force = true;
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunCertsInit(options, out3, err3), kExitSuccess) << err3.str();
+  EXPECT_NE(Read(dir.File(auth::kAdminTokenFile)), token);
+  EXPECT_EQ(Mode(dir.File(auth::kAdminTokenFile)), 0600u);
+}
+
+TEST(CertsInitTest, BadOptionsNameTheFlag) {
+  geotrain::testing::TempDir dir;
+  auth::CertsInitOptions options;
+  options.dir = dir.path();
+  options.hosts = {"bad host"};
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCertsInit(options, out, err), kExitUsage);
+  EXPECT_NE(err.str().find("--hosts: \"bad host\""), std::string::npos) << err.str();
+  options.hosts = {};
+  options.days = 0;
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunCertsInit(options, out2, err2), kExitUsage);
+  EXPECT_NE(err2.str().find("--days"), std::string::npos);
+}
+
+TEST(CredentialFilesTest, TokenFilesMustBePrivateLongAndOneLine) {
+  geotrain::testing::TempDir dir;
+  const std::string path = dir.Write("t", std::string(40, 'x') + "\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  auto token = auth::ReadTokenFile({path, "--admin-token-file"});
+  ASSERT_FALSE(token.ok());
+  EXPECT_NE(token.status().message().find("--admin-token-file: " + path + " has mode 0640"),
+            std::string::npos)
+      << token.status().message();
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  token = auth::ReadTokenFile({path, "--admin-token-file"});
+  ASSERT_TRUE(token.ok());
+  EXPECT_EQ(*token, std::string(40, 'x'));
+
+  const std::string short_token = dir.Write("s", "abc\n");
+  ::chmod(short_token.c_str(), 0600);
+  EXPECT_NE(auth::ReadTokenFile({short_token, "X"}).status().message().find("at least 32"),
+            std::string::npos);
+  const std::string two_lines = dir.Write("l", std::string(40, 'x') + "\nmore\n");
+  ::chmod(two_lines.c_str(), 0600);
+  EXPECT_NE(auth::ReadTokenFile({two_lines, "X"}).status().message().find("more than one line"),
+            std::string::npos);
+  EXPECT_NE(auth::ReadPemFile({two_lines, "--tls-ca"}).status().message().find("no PEM block"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace geotrain::cli
