@@ -117,6 +117,20 @@ void Outbox::DropStatuses(
                   statuses_.end());
 }
 
+bool Outbox::HoldsStep(
+    const std::function<bool(const geotrain::v1::StepReport&)>& matches) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(steps_.begin(), steps_.end(),
+                     [&](const auto& item) { return matches(item.value); });
+}
+
+bool Outbox::HoldsStatus(
+    const std::function<bool(const geotrain::v1::TaskStatus&)>& matches) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(statuses_.begin(), statuses_.end(),
+                     [&](const auto& item) { return matches(item.value); });
+}
+
 Outbox::Dropped Outbox::TakeDropped() {
   std::lock_guard<std::mutex> lock(mu_);
   const Dropped dropped = dropped_;

@@ -60,6 +60,9 @@ class Outbox {
   // Forgets the pending statuses for which `superseded` holds (a new session's hello carries
   // the newest status of every task it lists).
   void DropStatuses(const std::function<bool(const geotrain::v1::TaskStatus&)>& superseded);
+  // Whether a pending step report (status) satisfies `matches`.
+  bool HoldsStep(const std::function<bool(const geotrain::v1::StepReport&)>& matches) const;
+  bool HoldsStatus(const std::function<bool(const geotrain::v1::TaskStatus&)>& matches) const;
   // What was dropped since the last call.
   Dropped TakeDropped();
 

@@ -10,6 +10,10 @@ TaskKey TaskKey::Of(const geotrain::v1::TaskStatus& status) {
   return {status.job_id(), status.generation(), status.stage(), status.replica()};
 }
 
+TaskKey TaskKey::Of(const geotrain::v1::StepReport& report) {
+  return {report.job_id(), report.generation(), report.stage(), report.replica()};
+}
+
 std::string TaskKey::DirName() const {
   return job_id + "-g" + std::to_string(generation) + "-s" + std::to_string(stage) + "-r" +
          std::to_string(replica);

@@ -18,6 +18,7 @@ struct TaskKey {
 
   static TaskKey Of(const geotrain::v1::Assignment& assignment);
   static TaskKey Of(const geotrain::v1::TaskStatus& status);
+  static TaskKey Of(const geotrain::v1::StepReport& report);
 
   // "<job>-g<generation>-s<stage>-r<replica>": the task's directory under WORK_DIR/tasks.
   std::string DirName() const;

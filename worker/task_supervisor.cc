@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <vector>
 
 #include "runtime/config_change.h"
@@ -256,12 +257,32 @@ geotrain::v1::SessionHello TaskSupervisor::Hello() {
   std::lock_guard<std::mutex> lock(mu_);
   geotrain::v1::SessionHello hello;
   hello.set_worker_id(worker_id_);
+  // A task that ended while the coordinator was unreachable (restarting, say) can still have
+  // step reports in the outbox. The coordinator ends a job when its last rank ends and ignores
+  // reports after that, so such a task is listed as running and its end follows its reports.
+  std::set<TaskKey> ending;
   for (geotrain::v1::TaskStatus& status : table_.HelloTasks()) {
+    const TaskKey key = TaskKey::Of(status);
+    if (!IsActive(status.state()) &&
+        outbox_->HoldsStep([&](const auto& report) { return TaskKey::Of(report) == key; })) {
+      ending.insert(key);
+      const geotrain::v1::TaskState end = status.state();
+      // An earlier hello may have dropped the end from the outbox.
+      if (!outbox_->HoldsStatus([&](const auto& pending) {
+            return TaskKey::Of(pending) == key && pending.state() == end;
+          })) {
+        outbox_->PushStatus(status);
+      }
+      const int64_t last_step = status.last_step();
+      status = key.Status(geotrain::v1::TASK_STATE_RUNNING);
+      status.set_last_step(last_step);
+    }
     *hello.add_tasks() = std::move(status);
   }
   // Refusals never entered the table: those still have to go out as they are.
-  outbox_->DropStatuses([this](const geotrain::v1::TaskStatus& status) {
-    return table_.Find(TaskKey::Of(status)) != nullptr;
+  outbox_->DropStatuses([&](const geotrain::v1::TaskStatus& status) {
+    const TaskKey key = TaskKey::Of(status);
+    return table_.Find(key) != nullptr && ending.count(key) == 0;
   });
   return hello;
 }

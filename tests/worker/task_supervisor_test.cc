@@ -166,6 +166,35 @@ TEST_F(TaskSupervisorTest, RunsAnAssignmentAndReportsItsLife) {
   EXPECT_FALSE(supervisor_->AnyActive());
 }
 
+// A task that ended while the coordinator was away (its step reports still in the outbox) is
+// listed as running: the coordinator would end the job on the hello and ignore the reports that
+// follow. Its end goes out after the reports, also when an earlier hello already dropped it.
+TEST_F(TaskSupervisorTest, HelloListsAnEndedTaskAsRunningUntilItsStepReportsAreDelivered) {
+  StartSupervisor(std::string("echo '") + kStepLine + "'\nexit 0");
+  supervisor_->Handle(Assign(MakeAssignment("job-1", 3, 0)));
+  WaitUntilIdle();
+
+  for (int session = 0; session < 2; ++session) {
+    const auto hello = supervisor_->Hello();
+    ASSERT_EQ(hello.tasks_size(), 1);
+    EXPECT_EQ(hello.tasks(0).state(), geotrain::v1::TASK_STATE_RUNNING) << "session " << session;
+    EXPECT_EQ(hello.tasks(0).last_step(), 1);
+  }
+  const Delivered delivered = Drain(outbox_);
+  std::vector<std::string> after_the_step;
+  bool stepped = false;
+  for (const auto& item : delivered.order) {
+    if (item == "step:1") stepped = true;
+    if (stepped && item != "log") after_the_step.push_back(item);
+  }
+  EXPECT_EQ(after_the_step, (std::vector<std::string>{"step:1", "status:SUCCEEDED"}));
+
+  // Once the reports went out, the hello tells the end itself.
+  const auto hello = supervisor_->Hello();
+  ASSERT_EQ(hello.tasks_size(), 1);
+  EXPECT_EQ(hello.tasks(0).state(), geotrain::v1::TASK_STATE_SUCCEEDED);
+}
+
 TEST_F(TaskSupervisorTest, FailureCarriesTheExitCodeAndPermanence) {
   StartSupervisor(
       "echo '[error] model.dir: missing' >&2\n"
