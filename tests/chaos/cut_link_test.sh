@@ -45,18 +45,27 @@ wan_add_node coord 10.77.0.1
 WORKERS=(w1 w2 w3 w4)
 for i in 1 2 3 4; do wan_add_node "w$i" "10.77.$i.1"; done
 
+# TLS, worker certificates and tokens, as a real deployment (docs/security.md).
+CERTS=$OUT/certs
+"$BIN/geotrain" certs init --dir "$CERTS" --hosts 10.77.0.1 >"$OUT/certs.out" ||
+  { echo "cut_link_test: geotrain certs init failed" >&2; exit 1; }
 wan_exec_prefix coord
-# --insecure: a private test network (TLS is covered by the coordinator's and the demo's tests).
-"${WAN_EXEC[@]}" "$BIN/geotrain-coordinator" --listen 10.77.0.1:7070 --insecure --state-dir "$OUT/state" \
+"${WAN_EXEC[@]}" "$BIN/geotrain-coordinator" --listen 10.77.0.1:7070 --state-dir "$OUT/state" \
   --metrics-listen "" --heartbeat-interval-ms 300 --heartbeat-timeout-ms 3000 \
-  --stop-timeout-seconds 10 >"$OUT/coordinator.out" 2>"$OUT/coordinator.log" &
+  --stop-timeout-seconds 10 --tls-cert "$CERTS/coordinator.pem" --tls-key "$CERTS/coordinator.key" \
+  --tls-ca "$CERTS/ca.pem" --join-token-file "$CERTS/join.token" \
+  --admin-token-file "$CERTS/admin.token" >"$OUT/coordinator.out" 2>"$OUT/coordinator.log" &
 PIDS+=($!)
-cli() { wan_exec coord env OMP_NUM_THREADS=1 "$BIN/geotrain" --coordinator 10.77.0.1:7070 "$@"; }
+export GEOTRAIN_COORDINATOR=10.77.0.1:7070
+export GEOTRAIN_TLS_CA=$CERTS/ca.pem GEOTRAIN_ADMIN_TOKEN_FILE=$CERTS/admin.token
+cli() { wan_exec coord env OMP_NUM_THREADS=1 "$BIN/geotrain" "$@"; }
 for i in 1 2 3 4; do
   wan_exec_prefix "w$i"
   OMP_NUM_THREADS=1 "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator 10.77.0.1:7070 \
     --advertise "10.77.$i.1" --region "r$i" --work-dir "$OUT/w$i" --data-root "$REPO" \
-    --threads 1 --metrics-listen "" >"$OUT/w$i.out" 2>"$OUT/w$i.log" &
+    --threads 1 --metrics-listen "" --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem" \
+    --tls-key "$CERTS/worker.key" --join-token-file "$CERTS/join.token" \
+    >"$OUT/w$i.out" 2>"$OUT/w$i.log" &
   PIDS+=($!)
 done
 
