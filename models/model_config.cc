@@ -24,6 +24,9 @@ class ConfigFields {
   bool Has(const std::string& field) const {
     return root_.contains(field) && !root_[field].is_null();
   }
+  bool IsNull(const std::string& field) const {
+    return root_.contains(field) && root_[field].is_null();
+  }
   Status Error(const std::string& field, const std::string& reason) const {
     return InvalidArgument(source_ + ": " + field + ": " + reason);
   }
@@ -78,7 +81,24 @@ class ConfigFields {
   std::string source_;
 };
 
-Status ParseGpt2(const ConfigFields& fields, ModelConfig* config) {
+// The sizes every family since Llama names alike (the MLP width under `mlp_field`).
+Status ParseStandardSizes(const ConfigFields& fields, const char* mlp_field,
+                          ModelConfig* config) {
+  GEOTRAIN_ASSIGN_OR_RETURN(config->vocab_size, fields.RequiredSize("vocab_size", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->hidden_size, fields.RequiredSize("hidden_size", kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->intermediate_size,
+                            fields.RequiredSize(mlp_field, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->num_layers,
+                            fields.RequiredSize("num_hidden_layers", kMaxLayers));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->num_heads,
+                            fields.RequiredSize("num_attention_heads", kMaxDimension));
+  return OkStatus();
+}
+
+// GPT-2's spelling, which GPT-J keeps: n_embd, n_layer, n_head (no grouped-query attention),
+// n_inner (null: 4 * n_embd), n_positions, layer_norm_epsilon.
+Status ParseGpt2StyleSizes(const ConfigFields& fields, int64_t default_positions,
+                           ModelConfig* config) {
   GEOTRAIN_ASSIGN_OR_RETURN(config->vocab_size, fields.RequiredSize("vocab_size", kMaxDimension));
   GEOTRAIN_ASSIGN_OR_RETURN(config->hidden_size, fields.RequiredSize("n_embd", kMaxDimension));
   GEOTRAIN_ASSIGN_OR_RETURN(config->num_layers, fields.RequiredSize("n_layer", kMaxLayers));
@@ -89,12 +109,18 @@ Status ParseGpt2(const ConfigFields& fields, ModelConfig* config) {
   }
   config->num_kv_heads = config->num_heads;
   config->head_dim = config->hidden_size / config->num_heads;
+  config->embedding_dim = config->hidden_size;
   GEOTRAIN_ASSIGN_OR_RETURN(config->intermediate_size,
                             fields.OptionalSize("n_inner", 4 * config->hidden_size, kMaxDimension));
   GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
-                            fields.OptionalSize("n_positions", 1024, kMaxDimension));
+                            fields.OptionalSize("n_positions", default_positions, kMaxDimension));
   GEOTRAIN_ASSIGN_OR_RETURN(config->norm_eps,
                             fields.OptionalPositiveNumber("layer_norm_epsilon", 1e-5));
+  return OkStatus();
+}
+
+Status ParseGpt2(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseGpt2StyleSizes(fields, 1024, config));
   GEOTRAIN_ASSIGN_OR_RETURN(config->tie_word_embeddings,
                             fields.OptionalBool("tie_word_embeddings", true));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string activation,
@@ -110,18 +136,70 @@ Status ParseGpt2(const ConfigFields& fields, ModelConfig* config) {
   GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("add_cross_attention", false));
   config->attention_bias = true;  // GPT-2's Conv1D layers always carry biases
   config->mlp_bias = true;
+  config->activation = Activation::kGeluTanh;
   return OkStatus();
 }
+
+// The activation names transformers' ACT2FN maps to the functions geotrain implements.
+StatusOr<Activation> ParseActivation(const ConfigFields& fields, const std::string& field,
+                                     const std::string& fallback) {
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string name, fields.OptionalString(field, fallback));
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return Activation::kGeluTanh;
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "relu") return Activation::kRelu;
+  return fields.Error(field, "\"" + name +
+                                 "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)");
+}
+
+// hidden_size / num_attention_heads, refused when it does not divide.
+StatusOr<int64_t> HeadDim(const ConfigFields& fields, const ModelConfig& config,
+                          const char* heads_field, const char* hidden_field) {
+  if (config.hidden_size % config.num_heads != 0) {
+    return fields.Error(heads_field, std::to_string(config.num_heads) + " does not divide " +
+                                         hidden_field + " " + std::to_string(config.hidden_size));
+  }
+  return config.hidden_size / config.num_heads;
+}
+
+Status ParseOpt(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "ffn_dim", config));
+  config->num_kv_heads = config->num_heads;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
+                            HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
+                            fields.OptionalSize("max_position_embeddings", 2048, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      config->embedding_dim,
+      fields.OptionalSize("word_embed_proj_dim", config->hidden_size, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->activation,
+                            ParseActivation(fields, "activation_function", "relu"));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->attention_bias, fields.OptionalBool("enable_bias", true));
+  config->mlp_bias = config->attention_bias;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->tie_word_embeddings,
+                            fields.OptionalBool("tie_word_embeddings", true));
+  // OPT-350m's post-LN layout and LayerNorms without weights are not implemented.
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("do_layer_norm_before", true));
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("_remove_final_layer_norm", false));
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("layer_norm_elementwise_affine", true));
+  config->norm_eps = 1e-5;  // nn.LayerNorm's default; OPT has no field for it
+  GEOTRAIN_ASSIGN_OR_RETURN(config->initializer_range,
+                            fields.OptionalPositiveNumber("init_std", 0.02));
+  return OkStatus();
+}
+
 
 // rope_theta sits at the top level in configs written before transformers 5 (SmolLM2, Qwen2.5),
 // and inside rope_parameters since; rope_scaling (old) or a rope_type other than "default" (new)
 // change the frequencies, which geotrain does not implement.
-Status ParseRope(const ConfigFields& fields, ModelConfig* config) {
+// `partial_rotary_factor` (the share of each head that rotates) is read from rope_parameters when
+// given there; without it, it stays as the caller set it.
+Status ParseRope(const ConfigFields& fields, ModelConfig* config,
+                 double* partial_rotary_factor = nullptr) {
   if (fields.Has("rope_scaling")) {
     return fields.Error("rope_scaling", fields["rope_scaling"].dump() + " is not supported");
   }
   GEOTRAIN_ASSIGN_OR_RETURN(config->rope_theta,
-                            fields.OptionalPositiveNumber("rope_theta", 10000.0));
+                            fields.OptionalPositiveNumber("rope_theta", config->rope_theta));
   if (!fields.Has("rope_parameters")) return OkStatus();
   const json& rope = fields["rope_parameters"];
   if (!rope.is_object()) {
@@ -136,6 +214,10 @@ Status ParseRope(const ConfigFields& fields, ModelConfig* config) {
       ConfigFields rope_fields(rope, fields.source() + ": rope_parameters");
       GEOTRAIN_ASSIGN_OR_RETURN(config->rope_theta,
                                 rope_fields.OptionalPositiveNumber("rope_theta", 10000.0));
+    } else if (key == "partial_rotary_factor" && partial_rotary_factor != nullptr) {
+      ConfigFields rope_fields(rope, fields.source() + ": rope_parameters");
+      GEOTRAIN_ASSIGN_OR_RETURN(*partial_rotary_factor,
+                                rope_fields.OptionalPositiveNumber("partial_rotary_factor", 1.0));
     } else if (key != "partial_rotary_factor" || value != 1.0) {
       return fields.Error("rope_parameters." + key, value.dump() + " is not supported");
     }
@@ -144,14 +226,7 @@ Status ParseRope(const ConfigFields& fields, ModelConfig* config) {
 }
 
 Status ParseLlamaFamily(const ConfigFields& fields, ModelConfig* config) {
-  GEOTRAIN_ASSIGN_OR_RETURN(config->vocab_size, fields.RequiredSize("vocab_size", kMaxDimension));
-  GEOTRAIN_ASSIGN_OR_RETURN(config->hidden_size, fields.RequiredSize("hidden_size", kMaxDimension));
-  GEOTRAIN_ASSIGN_OR_RETURN(config->intermediate_size,
-                            fields.RequiredSize("intermediate_size", kMaxDimension));
-  GEOTRAIN_ASSIGN_OR_RETURN(config->num_layers,
-                            fields.RequiredSize("num_hidden_layers", kMaxLayers));
-  GEOTRAIN_ASSIGN_OR_RETURN(config->num_heads,
-                            fields.RequiredSize("num_attention_heads", kMaxDimension));
+  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
   GEOTRAIN_ASSIGN_OR_RETURN(
       config->num_kv_heads,
       fields.OptionalSize("num_key_value_heads", config->num_heads, kMaxDimension));
@@ -184,6 +259,9 @@ Status ParseLlamaFamily(const ConfigFields& fields, ModelConfig* config) {
     return fields.Error("hidden_act", "\"" + activation + "\" is not supported (only silu)");
   }
   GEOTRAIN_RETURN_IF_ERROR(ParseRope(fields, config));
+  config->activation = Activation::kSilu;
+  config->embedding_dim = config->hidden_size;
+  config->rotary_dim = config->head_dim;
   if (qwen2) {
     // Qwen2 always has q/k/v biases and never an o_proj or MLP bias.
     config->attention_bias = true;
@@ -208,6 +286,68 @@ Status ParseLlamaFamily(const ConfigFields& fields, ModelConfig* config) {
   return OkStatus();
 }
 
+// Rotary over the first `dim` dimensions of each head: even, and at most the head.
+Status CheckRotaryDim(const ConfigFields& fields, const std::string& field, int64_t dim,
+                      int64_t head_dim) {
+  if (dim < 2 || dim > head_dim || dim % 2 != 0) {
+    return fields.Error(field, "rotates " + std::to_string(dim) +
+                                   " dimensions of a head of " + std::to_string(head_dim) +
+                                   "; it must be even and in [2, head size]");
+  }
+  return OkStatus();
+}
+
+Status ParseGptNeoX(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
+  config->num_kv_heads = config->num_heads;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
+                            HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
+  config->embedding_dim = config->hidden_size;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
+                            fields.OptionalSize("max_position_embeddings", 2048, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->norm_eps,
+                            fields.OptionalPositiveNumber("layer_norm_eps", 1e-5));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->tie_word_embeddings,
+                            fields.OptionalBool("tie_word_embeddings", false));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->activation, ParseActivation(fields, "hidden_act", "gelu"));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->parallel_residual,
+                            fields.OptionalBool("use_parallel_residual", true));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->attention_bias, fields.OptionalBool("attention_bias", true));
+  config->mlp_bias = true;
+  // Checkpoints from before transformers 5 name the rotary base and share rotary_emb_base and
+  // rotary_pct; since, they are rope_theta and rope_parameters.partial_rotary_factor.
+  GEOTRAIN_ASSIGN_OR_RETURN(config->rope_theta,
+                            fields.OptionalPositiveNumber("rotary_emb_base", 10000.0));
+  GEOTRAIN_ASSIGN_OR_RETURN(double partial, fields.OptionalPositiveNumber("rotary_pct", 0.25));
+  GEOTRAIN_RETURN_IF_ERROR(ParseRope(fields, config, &partial));
+  // int(head_size * rotary_pct), as transformers truncates it.
+  config->rotary_dim = static_cast<int64_t>(static_cast<double>(config->head_dim) * partial);
+  return CheckRotaryDim(fields, "rotary_pct", config->rotary_dim, config->head_dim);
+}
+
+Status ParseGptJ(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseGpt2StyleSizes(fields, 2048, config));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->tie_word_embeddings,
+                            fields.OptionalBool("tie_word_embeddings", false));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->activation,
+                            ParseActivation(fields, "activation_function", "gelu_new"));
+  // transformers sizes GPT-J's sin/cos table by the whole n_embd when rotary_dim is null, which
+  // only fits the heads when there is one: refused rather than guessed.
+  if (fields.IsNull("rotary_dim")) {
+    return fields.Error("rotary_dim", "null (rotating the whole head) is not supported");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(config->rotary_dim,
+                            fields.OptionalSize("rotary_dim", 64, kMaxDimension));
+  GEOTRAIN_RETURN_IF_ERROR(
+      CheckRotaryDim(fields, "rotary_dim", config->rotary_dim, config->head_dim));
+  config->rope_theta = 10000.0;  // fixed in GPT-J's create_sinusoidal_positions
+  config->parallel_residual = true;
+  config->attention_bias = false;
+  config->mlp_bias = true;
+  config->lm_head_bias = true;
+  return OkStatus();
+}
+
 }  // namespace
 
 const char* ModelTypeName(ModelFamily family) {
@@ -218,6 +358,12 @@ const char* ModelTypeName(ModelFamily family) {
       return "llama";
     case ModelFamily::kQwen2:
       return "qwen2";
+    case ModelFamily::kOpt:
+      return "opt";
+    case ModelFamily::kGptNeoX:
+      return "gpt_neox";
+    case ModelFamily::kGptJ:
+      return "gptj";
   }
   return "unknown";
 }
@@ -236,14 +382,26 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::strin
   } else if (model_type == "llama" || model_type == "qwen2") {
     config.family = model_type == "llama" ? ModelFamily::kLlama : ModelFamily::kQwen2;
     GEOTRAIN_RETURN_IF_ERROR(ParseLlamaFamily(fields, &config));
+  } else if (model_type == "opt") {
+    config.family = ModelFamily::kOpt;
+    GEOTRAIN_RETURN_IF_ERROR(ParseOpt(fields, &config));
+  } else if (model_type == "gpt_neox") {
+    config.family = ModelFamily::kGptNeoX;
+    GEOTRAIN_RETURN_IF_ERROR(ParseGptNeoX(fields, &config));
+  } else if (model_type == "gptj") {
+    config.family = ModelFamily::kGptJ;
+    GEOTRAIN_RETURN_IF_ERROR(ParseGptJ(fields, &config));
   } else if (model_type.empty()) {
     return fields.Error("model_type", "missing");
   } else {
-    return fields.Error("model_type",
-                        "\"" + model_type + "\" is not supported (gpt2, llama, qwen2)");
+    return fields.Error("model_type", "\"" + model_type +
+                                          "\" is not supported (gpt2, llama, qwen2, opt, "
+                                          "gpt_neox, gptj)");
   }
-  GEOTRAIN_ASSIGN_OR_RETURN(config.initializer_range,
-                            fields.OptionalPositiveNumber("initializer_range", 0.02));
+  if (config.family != ModelFamily::kOpt) {  // OPT calls it init_std
+    GEOTRAIN_ASSIGN_OR_RETURN(config.initializer_range,
+                              fields.OptionalPositiveNumber("initializer_range", 0.02));
+  }
   GEOTRAIN_RETURN_IF_ERROR(ValidateModelConfig(config, source));
   return config;
 }
@@ -282,11 +440,40 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   if (c.IsLlamaFamily() && c.head_dim % 2 != 0) {
     return InvalidArgument(source + ": head_dim: " + std::to_string(c.head_dim) + " is odd");
   }
+  if (c.family == ModelFamily::kOpt) {
+    GEOTRAIN_RETURN_IF_ERROR(positive("embedding_dim", c.embedding_dim));
+  }
+  if ((c.family == ModelFamily::kGptNeoX || c.family == ModelFamily::kGptJ) &&
+      (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)) {
+    return InvalidArgument(source + ": rotary_dim: " + std::to_string(c.rotary_dim) +
+                           " must be even and in [2, head_dim " + std::to_string(c.head_dim) +
+                           "]");
+  }
+  if (!c.IsLlamaFamily() && c.family != ModelFamily::kGpt2 &&
+      (c.num_kv_heads != c.num_heads || c.head_dim * c.num_heads != c.hidden_size)) {
+    return InvalidArgument(source + ": " + ModelTypeName(c.family) +
+                           " needs num_kv_heads == num_heads and head_dim * num_heads == "
+                           "hidden_size");
+  }
   if (!(c.norm_eps > 0) || !(c.rope_theta > 0) || !(c.initializer_range > 0)) {
     return InvalidArgument(source +
                            ": norm_eps, rope_theta and initializer_range must be positive");
   }
   return OkStatus();
+}
+
+const char* ActivationName(Activation activation) {
+  switch (activation) {
+    case Activation::kGeluTanh:
+      return "gelu_new";
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kSilu:
+      return "silu";
+  }
+  return "unknown";
 }
 
 std::string ModelConfigToJson(const ModelConfig& c) {
@@ -307,6 +494,48 @@ std::string ModelConfigToJson(const ModelConfig& c) {
     out["activation_function"] = "gelu_new";
     out["scale_attn_weights"] = true;
     out["scale_attn_by_inverse_layer_idx"] = false;
+  } else if (c.family == ModelFamily::kOpt) {
+    out["architectures"] = {"OPTForCausalLM"};
+    out["hidden_size"] = c.hidden_size;
+    out["word_embed_proj_dim"] = c.embedding_dim;
+    out["ffn_dim"] = c.intermediate_size;
+    out["num_hidden_layers"] = c.num_layers;
+    out["num_attention_heads"] = c.num_heads;
+    out["max_position_embeddings"] = c.max_positions;
+    out["activation_function"] = ActivationName(c.activation);
+    out["enable_bias"] = c.attention_bias;
+    out["do_layer_norm_before"] = true;
+    out["layer_norm_elementwise_affine"] = true;
+    out["init_std"] = c.initializer_range;
+    out.erase("initializer_range");
+  } else if (c.family == ModelFamily::kGptNeoX) {
+    out["architectures"] = {"GPTNeoXForCausalLM"};
+    out["hidden_size"] = c.hidden_size;
+    out["intermediate_size"] = c.intermediate_size;
+    out["num_hidden_layers"] = c.num_layers;
+    out["num_attention_heads"] = c.num_heads;
+    out["max_position_embeddings"] = c.max_positions;
+    out["layer_norm_eps"] = c.norm_eps;
+    out["hidden_act"] = ActivationName(c.activation);
+    out["use_parallel_residual"] = c.parallel_residual;
+    out["attention_bias"] = c.attention_bias;
+    // Both spellings: rotary_pct and rotary_emb_base for transformers 4, rope_parameters for 5.
+    const double partial = static_cast<double>(c.rotary_dim) / static_cast<double>(c.head_dim);
+    out["rotary_pct"] = partial;
+    out["rotary_emb_base"] = c.rope_theta;
+    out["rope_parameters"] = {
+        {"rope_type", "default"}, {"rope_theta", c.rope_theta}, {"partial_rotary_factor", partial}};
+  } else if (c.family == ModelFamily::kGptJ) {
+    out["architectures"] = {"GPTJForCausalLM"};
+    out["n_embd"] = c.hidden_size;
+    out["n_layer"] = c.num_layers;
+    out["n_head"] = c.num_heads;
+    out["n_positions"] = c.max_positions;
+    out["n_inner"] =
+        c.intermediate_size == 4 * c.hidden_size ? json(nullptr) : json(c.intermediate_size);
+    out["rotary_dim"] = c.rotary_dim;
+    out["layer_norm_epsilon"] = c.norm_eps;
+    out["activation_function"] = ActivationName(c.activation);
   } else {
     const bool qwen2 = c.family == ModelFamily::kQwen2;
     out["architectures"] = {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};

@@ -16,13 +16,27 @@
 namespace geotrain::models {
 
 enum class ModelFamily {
-  kGpt2,   // model_type "gpt2"
-  kLlama,  // model_type "llama"
-  kQwen2,  // model_type "qwen2": Llama with q/k/v biases
+  kGpt2,     // model_type "gpt2"
+  kLlama,    // model_type "llama"
+  kQwen2,    // model_type "qwen2": Llama with q/k/v biases
+  kOpt,      // model_type "opt": learned positions (offset 2), pre-LN, ReLU, project_in/out
+  kGptNeoX,  // model_type "gpt_neox": parallel residual, partial rotary, fused per-head q|k|v
+  kGptJ,     // model_type "gptj": one LayerNorm, parallel residual, interleaved partial rotary
 };
 
-// "gpt2", "llama", "qwen2": the config.json model_type.
+// "gpt2", "llama", "qwen2", "opt", "gpt_neox", "gptj": the config.json model_type.
 const char* ModelTypeName(ModelFamily family);
+
+// The MLP's nonlinearity.
+enum class Activation {
+  kGeluTanh,  // gelu_new, gelu_pytorch_tanh
+  kGelu,      // gelu (the exact, erf form)
+  kRelu,
+  kSilu,  // the Llama family's SwiGLU gate
+};
+
+// The transformers ACT2FN name: "gelu_new", "gelu", "relu", "silu".
+const char* ActivationName(Activation activation);
 
 struct ModelConfig {
   ModelFamily family = ModelFamily::kGpt2;
@@ -40,8 +54,25 @@ struct ModelConfig {
   bool attention_bias = false;      // gpt2: always; llama: q/k/v/o (attention_bias); qwen2: q/k/v
   bool mlp_bias = false;            // gpt2: always; llama: gate/up/down (mlp_bias); qwen2: never
   double initializer_range = 0.02;  // std of the normal init (InitRandomModel)
+  Activation activation = Activation::kGeluTanh;
+  // Width of the token embeddings and of the LM head's input: opt's word_embed_proj_dim (its
+  // project_in / project_out map it to and from hidden_size when they differ); hidden_size for
+  // every other family.
+  int64_t embedding_dim = 0;
+  // Dimensions of each head that rotary embeddings turn: head_dim for the Llama family,
+  // head_dim * rotary_pct for gpt_neox, rotary_dim for gptj; 0 for learned positions.
+  int64_t rotary_dim = 0;
+  // gpt_neox's use_parallel_residual: x + attention(ln1(x)) + mlp(ln2(x)).
+  bool parallel_residual = false;
+  bool lm_head_bias = false;  // gptj's LM head has a bias
 
-  bool IsLlamaFamily() const { return family != ModelFamily::kGpt2; }
+  bool IsLlamaFamily() const {
+    return family == ModelFamily::kLlama || family == ModelFamily::kQwen2;
+  }
+  // The token embedding is followed by learned position embeddings (gpt2, opt).
+  bool HasLearnedPositions() const {
+    return family == ModelFamily::kGpt2 || family == ModelFamily::kOpt;
+  }
 };
 
 // Parses config.json text; `source` names the file in errors, which also name the field:

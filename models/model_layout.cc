@@ -93,15 +93,113 @@ void AddLlamaSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
   }
 }
 
+// A LayerNorm's weight and bias.
+void AddLayerNorm(SpecList& out, const std::string& name, int64_t size) {
+  out.Add(name + ".weight", {size}, TensorInit::kOnes);
+  out.Add(name + ".bias", {size}, TensorInit::kZeros);
+}
+
+// A Linear layer: weight [out, in], and bias [out] when it has one.
+void AddLinear(SpecList& out, const std::string& name, int64_t out_size, int64_t in_size,
+               bool bias) {
+  out.Add(name + ".weight", {out_size, in_size}, TensorInit::kNormal);
+  if (bias) out.Add(name + ".bias", {out_size}, TensorInit::kZeros);
+}
+
+constexpr int64_t kOptPositionOffset = 2;
+
+void AddOptSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
+  const int64_t h = c.hidden_size;
+  const bool projected = c.embedding_dim != h;
+  const bool bias = c.attention_bias;
+  if (plan.is_first) {
+    out.Add("model.decoder.embed_tokens.weight", {c.vocab_size, c.embedding_dim},
+            TensorInit::kNormal);
+    out.Add("model.decoder.embed_positions.weight", {c.max_positions + kOptPositionOffset, h},
+            TensorInit::kNormal);
+    if (projected) AddLinear(out, "model.decoder.project_in", h, c.embedding_dim, false);
+  }
+  for (int64_t layer = plan.first_layer; layer < plan.last_layer; ++layer) {
+    const std::string p = "model.decoder.layers." + std::to_string(layer) + ".";
+    AddLinear(out, p + "self_attn.k_proj", h, h, bias);
+    AddLinear(out, p + "self_attn.v_proj", h, h, bias);
+    AddLinear(out, p + "self_attn.q_proj", h, h, bias);
+    AddLinear(out, p + "self_attn.out_proj", h, h, bias);
+    AddLayerNorm(out, p + "self_attn_layer_norm", h);
+    AddLinear(out, p + "fc1", c.intermediate_size, h, bias);
+    AddLinear(out, p + "fc2", h, c.intermediate_size, bias);
+    AddLayerNorm(out, p + "final_layer_norm", h);
+  }
+  if (plan.is_last) {
+    AddLayerNorm(out, "model.decoder.final_layer_norm", h);
+    if (projected) AddLinear(out, "model.decoder.project_out", c.embedding_dim, h, false);
+    out.Add(c.tie_word_embeddings ? "model.decoder.embed_tokens.weight" : "lm_head.weight",
+            {c.vocab_size, c.embedding_dim}, TensorInit::kNormal);
+  }
+}
+
+void AddGptNeoXSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
+  const int64_t h = c.hidden_size;
+  if (plan.is_first) out.Add("gpt_neox.embed_in.weight", {c.vocab_size, h}, TensorInit::kNormal);
+  for (int64_t layer = plan.first_layer; layer < plan.last_layer; ++layer) {
+    const std::string p = "gpt_neox.layers." + std::to_string(layer) + ".";
+    AddLayerNorm(out, p + "input_layernorm", h);
+    AddLayerNorm(out, p + "post_attention_layernorm", h);
+    AddLinear(out, p + "attention.query_key_value", 3 * h, h, c.attention_bias);
+    AddLinear(out, p + "attention.dense", h, h, c.attention_bias);
+    AddLinear(out, p + "mlp.dense_h_to_4h", c.intermediate_size, h, true);
+    AddLinear(out, p + "mlp.dense_4h_to_h", h, c.intermediate_size, true);
+  }
+  if (plan.is_last) {
+    AddLayerNorm(out, "gpt_neox.final_layer_norm", h);
+    out.Add(c.tie_word_embeddings ? "gpt_neox.embed_in.weight" : "embed_out.weight",
+            {c.vocab_size, h}, TensorInit::kNormal);
+  }
+}
+
+void AddGptJSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
+  const int64_t h = c.hidden_size;
+  if (plan.is_first) out.Add("transformer.wte.weight", {c.vocab_size, h}, TensorInit::kNormal);
+  for (int64_t layer = plan.first_layer; layer < plan.last_layer; ++layer) {
+    const std::string p = "transformer.h." + std::to_string(layer) + ".";
+    AddLayerNorm(out, p + "ln_1", h);
+    AddLinear(out, p + "attn.k_proj", h, h, false);
+    AddLinear(out, p + "attn.v_proj", h, h, false);
+    AddLinear(out, p + "attn.q_proj", h, h, false);
+    AddLinear(out, p + "attn.out_proj", h, h, false);
+    AddLinear(out, p + "mlp.fc_in", c.intermediate_size, h, true);
+    AddLinear(out, p + "mlp.fc_out", h, c.intermediate_size, true);
+  }
+  if (plan.is_last) {
+    AddLayerNorm(out, "transformer.ln_f", h);
+    out.Add(c.tie_word_embeddings ? "transformer.wte.weight" : "lm_head.weight",
+            {c.vocab_size, h}, TensorInit::kNormal);
+    out.Add("lm_head.bias", {c.vocab_size}, TensorInit::kZeros);
+  }
+}
+
 }  // namespace
 
 std::vector<TensorSpec> StageTensorSpecs(const ModelConfig& config, const StagePlan& plan) {
   std::vector<TensorSpec> specs;
   SpecList list(&specs);
-  if (config.family == ModelFamily::kGpt2) {
-    AddGpt2Specs(config, plan, list);
-  } else {
-    AddLlamaSpecs(config, plan, list);
+  switch (config.family) {
+    case ModelFamily::kGpt2:
+      AddGpt2Specs(config, plan, list);
+      break;
+    case ModelFamily::kLlama:
+    case ModelFamily::kQwen2:
+      AddLlamaSpecs(config, plan, list);
+      break;
+    case ModelFamily::kOpt:
+      AddOptSpecs(config, plan, list);
+      break;
+    case ModelFamily::kGptNeoX:
+      AddGptNeoXSpecs(config, plan, list);
+      break;
+    case ModelFamily::kGptJ:
+      AddGptJSpecs(config, plan, list);
+      break;
   }
   return specs;
 }
@@ -111,8 +209,19 @@ std::vector<TensorSpec> ModelTensorSpecs(const ModelConfig& config) {
 }
 
 std::string TokenEmbeddingName(const ModelConfig& config) {
-  return config.family == ModelFamily::kGpt2 ? std::string(kGpt2Prefix) + "wte.weight"
-                                             : "model.embed_tokens.weight";
+  switch (config.family) {
+    case ModelFamily::kGpt2:
+    case ModelFamily::kGptJ:
+      return std::string(kGpt2Prefix) + "wte.weight";
+    case ModelFamily::kLlama:
+    case ModelFamily::kQwen2:
+      return "model.embed_tokens.weight";
+    case ModelFamily::kOpt:
+      return "model.decoder.embed_tokens.weight";
+    case ModelFamily::kGptNeoX:
+      return "gpt_neox.embed_in.weight";
+  }
+  return "";
 }
 
 }  // namespace geotrain::models

@@ -1,6 +1,7 @@
 #include "models/transformer/llama_family.h"
 
 #include "models/transformer/attention.h"
+#include "models/transformer/layers.h"
 #include "models/transformer/rotary.h"
 
 namespace geotrain::models {
@@ -12,18 +13,6 @@ at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   const at::Tensor wide = x.to(at::promote_types(x.scalar_type(), at::kFloat));
   const at::Tensor inv_rms = at::rsqrt(wide.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * (wide * inv_rms).to(x.scalar_type());
-}
-
-// A Linear layer's weight [out, in] and optional bias [out].
-struct Projection {
-  at::Tensor weight;
-  at::Tensor bias;  // undefined when the layer has none
-
-  at::Tensor operator()(const at::Tensor& x) const { return at::linear(x, weight, bias); }
-};
-
-Projection GetProjection(ParameterTable& p, const std::string& name, bool has_bias) {
-  return Projection{p.Get(name + ".weight"), p.GetIf(has_bias, name + ".bias")};
 }
 
 class LlamaEmbedding final : public StageInput {
@@ -44,14 +33,14 @@ class LlamaBlock final : public TransformerBlock {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     const bool qwen2 = config.family == ModelFamily::kQwen2;
     input_norm_ = p.Get(prefix + "input_layernorm.weight");
-    q_ = GetProjection(p, prefix + "self_attn.q_proj", config.attention_bias);
-    k_ = GetProjection(p, prefix + "self_attn.k_proj", config.attention_bias);
-    v_ = GetProjection(p, prefix + "self_attn.v_proj", config.attention_bias);
-    o_ = GetProjection(p, prefix + "self_attn.o_proj", config.attention_bias && !qwen2);
+    q_ = GetLinear(p, prefix + "self_attn.q_proj", config.attention_bias);
+    k_ = GetLinear(p, prefix + "self_attn.k_proj", config.attention_bias);
+    v_ = GetLinear(p, prefix + "self_attn.v_proj", config.attention_bias);
+    o_ = GetLinear(p, prefix + "self_attn.o_proj", config.attention_bias && !qwen2);
     post_attention_norm_ = p.Get(prefix + "post_attention_layernorm.weight");
-    gate_ = GetProjection(p, prefix + "mlp.gate_proj", config.mlp_bias);
-    up_ = GetProjection(p, prefix + "mlp.up_proj", config.mlp_bias);
-    down_ = GetProjection(p, prefix + "mlp.down_proj", config.mlp_bias);
+    gate_ = GetLinear(p, prefix + "mlp.gate_proj", config.mlp_bias);
+    up_ = GetLinear(p, prefix + "mlp.up_proj", config.mlp_bias);
+    down_ = GetLinear(p, prefix + "mlp.down_proj", config.mlp_bias);
   }
 
   at::Tensor Forward(const at::Tensor& x) const override {
@@ -78,9 +67,9 @@ class LlamaBlock final : public TransformerBlock {
  private:
   ModelConfig config_;
   at::Tensor input_norm_;
-  Projection q_, k_, v_, o_;
+  Linear q_, k_, v_, o_;
   at::Tensor post_attention_norm_;
-  Projection gate_, up_, down_;
+  Linear gate_, up_, down_;
 };
 
 class LlamaOutput final : public StageOutput {

@@ -5,7 +5,10 @@
 #include "models/model_layout.h"
 #include "models/safetensors_writer.h"
 #include "models/transformer/gpt2_family.h"
+#include "models/transformer/gpt_neox_family.h"
+#include "models/transformer/gptj_family.h"
 #include "models/transformer/llama_family.h"
+#include "models/transformer/opt_family.h"
 #include "models/transformer/torch_status.h"
 
 namespace geotrain::models {
@@ -19,6 +22,12 @@ StageParts MakeStageParts(const ModelConfig& config, const StagePlan& plan,
     case ModelFamily::kLlama:
     case ModelFamily::kQwen2:
       return MakeLlamaStageParts(config, plan, parameters);
+    case ModelFamily::kOpt:
+      return MakeOptStageParts(config, plan, parameters);
+    case ModelFamily::kGptNeoX:
+      return MakeGptNeoXStageParts(config, plan, parameters);
+    case ModelFamily::kGptJ:
+      return MakeGptJStageParts(config, plan, parameters);
   }
   return StageParts();
 }
@@ -48,7 +57,7 @@ Status Stage::CheckInput(const at::Tensor& input) const {
       return InvalidArgument(where + "expected integer token ids [batch, seq]");
     }
     if (input.size(1) == 0 ||
-        (config_.family == ModelFamily::kGpt2 && input.size(1) > config_.max_positions)) {
+        (config_.HasLearnedPositions() && input.size(1) > config_.max_positions)) {
       return InvalidArgument(where + "sequence length must be in [1, " +
                              std::to_string(config_.max_positions) + "]");
     }

@@ -22,18 +22,20 @@ The qwen2 checkpoint is saved in several shards (model.safetensors.index.json) s
 loading is tested on files transformers wrote.
 
   python3 -m venv /tmp/goldenvenv && /tmp/goldenvenv/bin/pip install -r scripts/golden/requirements.txt
-  /tmp/goldenvenv/bin/python scripts/golden/make_model_golden.py
+  /tmp/goldenvenv/bin/python scripts/golden/make_model_golden.py [NAME ...]
 """
 
 import contextlib
 import os
 import shutil
+import sys
 
 import torch
 from safetensors.torch import save_file
 import transformers
-from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM)
+from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
+                          GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
+                          OPTConfig, OPTForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OUT = os.path.join(ROOT, "tests", "golden", "models")
@@ -65,11 +67,41 @@ def models():
                        num_attention_heads=6, num_key_value_heads=2, vocab_size=300,
                        max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000000.0,
                        tie_word_embeddings=True, bos_token_id=0, eos_token_id=0), "120KB")
+    # OPT with word_embed_proj_dim != hidden_size (project_in / project_out, as OPT-350m),
+    # ReLU, tied embeddings, learned positions at offset 2.
+    yield ("opt", OPTForCausalLM,
+           OPTConfig(hidden_size=32, ffn_dim=72, num_hidden_layers=4, num_attention_heads=4,
+                     word_embed_proj_dim=24, max_position_embeddings=64, vocab_size=256,
+                     do_layer_norm_before=True, pad_token_id=1, bos_token_id=0,
+                     eos_token_id=0), None)
+    # GPT-NeoX as Pythia: parallel residual, a quarter of each head rotated (rotary_pct 0.25 of
+    # 16 = 4 dimensions), exact GELU, untied embed_out.
+    yield ("gpt_neox", GPTNeoXForCausalLM,
+           GPTNeoXConfig(hidden_size=32, intermediate_size=80, num_hidden_layers=4,
+                         num_attention_heads=2, rotary_pct=0.25, rotary_emb_base=10000,
+                         max_position_embeddings=64, vocab_size=256, layer_norm_eps=1e-5,
+                         bos_token_id=0, eos_token_id=0), None)
+    # GPT-NeoX's options: sequential residual, no attention biases, half the head rotated with
+    # another base, tied embeddings.
+    yield ("gpt_neox_variant", GPTNeoXForCausalLM,
+           GPTNeoXConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, rotary_pct=0.5, rotary_emb_base=500,
+                         use_parallel_residual=False, attention_bias=False,
+                         tie_word_embeddings=True, max_position_embeddings=64, vocab_size=128,
+                         bos_token_id=0, eos_token_id=0), None)
+    # GPT-J: interleaved rotary on the first 6 of 8 dimensions of each head, one LayerNorm per
+    # block, lm_head with a bias.
+    yield ("gptj", GPTJForCausalLM,
+           GPTJConfig(n_embd=32, n_layer=4, n_head=4, rotary_dim=6, n_positions=64,
+                      vocab_size=256, bos_token_id=0, eos_token_id=0), None)
 
 
 @contextlib.contextmanager
 def widened_float32_islands():
-    """Computes RMSNorm statistics and rotary angles in max(dtype, float32), not always float32."""
+    """Computes RMSNorm statistics, rotary angles and GPT-J's attention scores in max(dtype,
+    float32), not always float32."""
+    from transformers.models.gpt_neox import modeling_gpt_neox
+    from transformers.models.gptj import modeling_gptj
     from transformers.models.llama import modeling_llama
     from transformers.models.qwen2 import modeling_qwen2
 
@@ -86,23 +118,49 @@ def widened_float32_islands():
         dtype = torch.promote_types(x.dtype, torch.float32)
         config = self.config
         base = config.rope_parameters["rope_theta"]
-        dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        head_dim = (getattr(config, "head_dim", None)
+                    or config.hidden_size // config.num_attention_heads)
+        dim = int(head_dim * config.rope_parameters.get("partial_rotary_factor", 1.0))
         inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=dtype) / dim))
         freqs = position_ids[..., None].to(dtype) * inv_freq
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
 
-    patched = []
+    # GPT-J keeps a float32 sin|cos table (create_sinusoidal_positions) and casts query and key
+    # to float32 before the scores.
+    def gptj_embed_positions(self, position_ids):
+        dtype = torch.promote_types(self.q_proj.weight.dtype, torch.float32)
+        dim = self.pos_embd_dim
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=dtype) / dim))
+        angles = torch.arange(self.embed_positions.shape[0], dtype=dtype)[:, None] * inv_freq
+        table = torch.cat((torch.sin(angles), torch.cos(angles)), dim=1)
+        return table.repeat(position_ids.shape[0], 1, 1)
+
+    original_gptj_attn = modeling_gptj.GPTJAttention._attn
+
+    def gptj_attn(self, query, key, value, attention_mask=None):
+        if query.dtype != torch.float64:
+            return original_gptj_attn(self, query, key, value, attention_mask)
+        weights = torch.matmul(query, key.transpose(-1, -2)) / self.scale_attn
+        if attention_mask is not None:
+            weights = weights + attention_mask
+        weights = torch.nn.functional.softmax(weights, dim=-1)
+        return torch.matmul(weights, value), weights
+
+    patched = [(modeling_gptj.GPTJAttention, "_get_embed_positions", gptj_embed_positions),
+               (modeling_gptj.GPTJAttention, "_attn", gptj_attn),
+               (modeling_gpt_neox.GPTNeoXRotaryEmbedding, "forward", rotary_forward)]
     for module, prefix in ((modeling_llama, "Llama"), (modeling_qwen2, "Qwen2")):
-        for cls, forward in ((getattr(module, prefix + "RMSNorm"), rms_norm_forward),
-                             (getattr(module, prefix + "RotaryEmbedding"), rotary_forward)):
-            patched.append((cls, cls.forward))
-            cls.forward = forward
+        patched.append((getattr(module, prefix + "RMSNorm"), "forward", rms_norm_forward))
+        patched.append((getattr(module, prefix + "RotaryEmbedding"), "forward", rotary_forward))
+    originals = [(cls, name, getattr(cls, name)) for cls, name, _ in patched]
+    for cls, name, replacement in patched:
+        setattr(cls, name, replacement)
     try:
         yield
     finally:
-        for cls, forward in patched:
-            cls.forward = forward
+        for cls, name, original in originals:
+            setattr(cls, name, original)
 
 
 def randomize(model):
@@ -135,7 +193,9 @@ def make(name, model_class, config, max_shard_size, seed):
     labels[0, 3] = -100
     labels[1, 7] = -100
     # Reload what was written, as the C++ side does.
-    reloaded = model_class.from_pretrained(out_dir, attn_implementation="sdpa").eval()
+    # GPT-J has only its own (eager) attention.
+    attention = "eager" if model_class is GPTJForCausalLM else "sdpa"
+    reloaded = model_class.from_pretrained(out_dir, attn_implementation=attention).eval()
     with torch.no_grad():
         float32_logits = reloaded(input_ids=input_ids).logits.double()
         with widened_float32_islands():
@@ -162,9 +222,12 @@ def make(name, model_class, config, max_shard_size, seed):
 
 
 def main():
+    """Writes every golden model, or only those named on the command line (their seeds stay)."""
+    only = set(sys.argv[1:])
     os.makedirs(OUT, exist_ok=True)
     for seed, (name, model_class, config, shard) in enumerate(models()):
-        make(name, model_class, config, shard, seed=1000 + seed)
+        if not only or name in only:
+            make(name, model_class, config, shard, seed=1000 + seed)
 
 
 if __name__ == "__main__":

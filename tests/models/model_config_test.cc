@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace geotrain::models {
 namespace {
@@ -86,8 +88,89 @@ TEST(ModelConfigTest, FilesWrittenByTransformers) {
   EXPECT_EQ(gpt2->max_positions, 64);
 }
 
+// OPT, GPT-NeoX and GPT-J as transformers writes them (tests/golden/models), each family's own
+// field names and defaults.
+TEST(ModelConfigTest, OptGptNeoXAndGptJFilesWrittenByTransformers) {
+  const auto load = [](const std::string& name) {
+    StatusOr<ModelConfig> c = LoadModelConfig(kSourceDir + "/tests/golden/models/" + name);
+    EXPECT_TRUE(c.ok()) << name << ": " << c.status().ToString();
+    return c.ok() ? *c : ModelConfig();
+  };
+  const ModelConfig opt = load("opt");
+  EXPECT_EQ(opt.family, ModelFamily::kOpt);
+  EXPECT_EQ(opt.hidden_size, 32);
+  EXPECT_EQ(opt.embedding_dim, 24);  // word_embed_proj_dim: project_in / project_out
+  EXPECT_EQ(opt.intermediate_size, 72);
+  EXPECT_EQ(opt.activation, Activation::kRelu);
+  EXPECT_TRUE(opt.attention_bias);
+  EXPECT_TRUE(opt.tie_word_embeddings);
+
+  const ModelConfig neox = load("gpt_neox");
+  EXPECT_EQ(neox.family, ModelFamily::kGptNeoX);
+  EXPECT_EQ(neox.head_dim, 16);
+  EXPECT_EQ(neox.rotary_dim, 4);  // rope_parameters.partial_rotary_factor 0.25
+  EXPECT_TRUE(neox.parallel_residual);
+  EXPECT_EQ(neox.activation, Activation::kGelu);
+  EXPECT_FALSE(neox.tie_word_embeddings);
+  const ModelConfig neox_variant = load("gpt_neox_variant");
+  EXPECT_EQ(neox_variant.rotary_dim, 4);  // 0.5 of 8
+  EXPECT_DOUBLE_EQ(neox_variant.rope_theta, 500.0);
+  EXPECT_FALSE(neox_variant.parallel_residual);
+  EXPECT_FALSE(neox_variant.attention_bias);
+
+  const ModelConfig gptj = load("gptj");
+  EXPECT_EQ(gptj.family, ModelFamily::kGptJ);
+  EXPECT_EQ(gptj.rotary_dim, 6);
+  EXPECT_EQ(gptj.intermediate_size, 128);  // n_inner null: 4 * n_embd
+  EXPECT_TRUE(gptj.lm_head_bias);
+  EXPECT_EQ(gptj.activation, Activation::kGeluTanh);
+}
+
+// Checkpoints from before transformers 5 spell GPT-NeoX's rotary settings rotary_pct and
+// rotary_emb_base; OPT, GPT-NeoX and GPT-J settings that geotrain does not implement are refused
+// by name.
+TEST(ModelConfigTest, OptGptNeoXAndGptJOlderSpellingsAndErrors) {
+  const json neox = {{"model_type", "gpt_neox"},  {"hidden_size", 64},
+                     {"intermediate_size", 256},  {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4},  {"vocab_size", 100},
+                     {"rotary_pct", 0.5},         {"rotary_emb_base", 1000}};
+  const StatusOr<ModelConfig> old = ParseModelConfig(neox.dump(), "config.json");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->rotary_dim, 8);
+  EXPECT_DOUBLE_EQ(old->rope_theta, 1000.0);
+  json bad = neox;
+  bad["rotary_pct"] = 0.1;  // int(16 * 0.1) = 1 dimension
+  ExpectError(bad, "config.json: rotary_pct: rotates 1 dimensions of a head of 16; it must be "
+                   "even and in [2, head size]");
+  bad = neox;
+  bad["hidden_act"] = "swish";
+  ExpectError(bad, "config.json: hidden_act: \"swish\" is not supported (gelu, gelu_new, "
+                   "gelu_pytorch_tanh, relu)");
+
+  const json opt = {{"model_type", "opt"},       {"hidden_size", 64},     {"ffn_dim", 256},
+                    {"num_hidden_layers", 2},    {"num_attention_heads", 4}, {"vocab_size", 100}};
+  ASSERT_TRUE(ParseModelConfig(opt.dump(), "config.json").ok());
+  bad = opt;
+  bad["do_layer_norm_before"] = false;  // OPT-350m
+  ExpectError(bad, "config.json: do_layer_norm_before: false is not supported");
+  bad = opt;
+  bad.erase("ffn_dim");
+  ExpectError(bad, "config.json: ffn_dim: missing");
+
+  const json gptj = {{"model_type", "gptj"}, {"n_embd", 64},      {"n_layer", 2},
+                     {"n_head", 4},          {"vocab_size", 100}, {"rotary_dim", 4}};
+  ASSERT_TRUE(ParseModelConfig(gptj.dump(), "config.json").ok());
+  bad = gptj;
+  bad["rotary_dim"] = nullptr;
+  ExpectError(bad, "config.json: rotary_dim: null (rotating the whole head) is not supported");
+  bad = gptj;
+  bad.erase("rotary_dim");  // the default, 64, is more than a head of 16
+  ExpectError(bad, "config.json: rotary_dim: rotates 64 dimensions of a head of 16; it must be "
+                   "even and in [2, head size]");
+}
+
 TEST(ModelConfigTest, BundledPresets) {
-  for (const char* preset : {"gpt2-tiny", "llama-tiny"}) {
+  for (const char* preset : {"gpt2-tiny", "llama-tiny", "opt-tiny", "gpt-neox-tiny", "gptj-tiny"}) {
     const StatusOr<ModelConfig> c = LoadModelConfig(kSourceDir + "/examples/models/" + preset);
     ASSERT_TRUE(c.ok()) << preset << ": " << c.status().ToString();
     EXPECT_EQ(c->vocab_size, 50257) << preset;  // the bundled GPT-2 tokenizer
@@ -170,7 +253,8 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
 
   config = LlamaJson();
   config["model_type"] = "mistral";
-  ExpectError(config, "config.json: model_type: \"mistral\" is not supported (gpt2, llama, qwen2)");
+  ExpectError(config, "config.json: model_type: \"mistral\" is not supported (gpt2, llama, qwen2, "
+                      "opt, gpt_neox, gptj)");
 
   config = LlamaJson();
   config.erase("model_type");
@@ -195,7 +279,12 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
   json gpt2 = Gpt2Json();
   gpt2["n_inner"] = 100;
   gpt2["tie_word_embeddings"] = false;
-  for (const json& original : {Gpt2Json(), gpt2, LlamaJson(), llama, qwen2}) {
+  std::vector<json> originals = {Gpt2Json(), gpt2, LlamaJson(), llama, qwen2};
+  for (const char* golden : {"opt", "gpt_neox", "gpt_neox_variant", "gptj"}) {
+    std::ifstream file(kSourceDir + "/tests/golden/models/" + golden + "/config.json");
+    originals.push_back(json::parse(file));
+  }
+  for (const json& original : originals) {
     const StatusOr<ModelConfig> first = ParseModelConfig(original.dump(), "original");
     ASSERT_TRUE(first.ok()) << first.status().ToString();
     const std::string written = ModelConfigToJson(*first);
@@ -215,6 +304,12 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
     EXPECT_EQ(second->tie_word_embeddings, first->tie_word_embeddings);
     EXPECT_EQ(second->attention_bias, first->attention_bias);
     EXPECT_EQ(second->mlp_bias, first->mlp_bias);
+    EXPECT_EQ(second->activation, first->activation);
+    EXPECT_EQ(second->embedding_dim, first->embedding_dim);
+    EXPECT_EQ(second->rotary_dim, first->rotary_dim);
+    EXPECT_EQ(second->parallel_residual, first->parallel_residual);
+    EXPECT_EQ(second->lm_head_bias, first->lm_head_bias);
+    EXPECT_EQ(second->initializer_range, first->initializer_range);
   }
 }
 

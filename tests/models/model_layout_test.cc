@@ -103,7 +103,7 @@ TEST(ModelLayoutTest, LlamaAndQwen2Biases) {
 }
 
 TEST(ModelLayoutTest, StagesPartitionTheModel) {
-  for (const char* preset : {"gpt2-tiny", "llama-tiny"}) {
+  for (const char* preset : {"gpt2-tiny", "llama-tiny", "opt-tiny", "gpt-neox-tiny", "gptj-tiny"}) {
     for (bool tied : {true, false}) {
       ModelConfig config = Preset(preset);
       config.tie_word_embeddings = tied;

@@ -25,14 +25,17 @@ inline std::string SourcePath(const std::string& relative) {
   return std::string(GEOTRAIN_SOURCE_DIR) + "/" + relative;
 }
 
-// Writes the model and the data into `dir` and returns an assignment for stage 0 of replica 0 of
-// a job with `num_stages` x `dp_size` ranks.
-inline StageAssignment TinyJob(const geotrain::testing::TempDir& dir, int num_stages, int dp_size) {
+constexpr char kTinyGpt2Config[] = R"({"model_type": "gpt2", "n_embd": 32, "n_head": 2,
+    "n_layer": 4, "n_positions": 64, "vocab_size": 50257, "tie_word_embeddings": true,
+    "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5})";
+
+// Writes the model (a random one of `config_json`) and the data into `dir` and returns an
+// assignment for stage 0 of replica 0 of a job with `num_stages` x `dp_size` ranks.
+inline StageAssignment TinyJob(const geotrain::testing::TempDir& dir, int num_stages, int dp_size,
+                               const std::string& config_json = kTinyGpt2Config) {
   const std::string model_dir = dir.File("model");
   if (!std::ifstream(model_dir + "/config.json")) {
-    auto config = models::ParseModelConfig(R"({"model_type": "gpt2", "n_embd": 32, "n_head": 2,
-        "n_layer": 4, "n_positions": 64, "vocab_size": 50257, "tie_word_embeddings": true,
-        "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5})", "tiny");
+    auto config = models::ParseModelConfig(config_json, "tiny");
     EXPECT_TRUE(config.ok()) << config.status().ToString();
     const Status status = models::InitRandomModel(*config, model_dir, 7);
     EXPECT_TRUE(status.ok()) << status.ToString();

@@ -330,5 +330,52 @@ TEST(StageRuntimePeerDeath, SurvivorsFailWithAClearErrorWithinTheTimeout) {
   }
 }
 
+// Every model family runs in the pipeline as GPT-2 does: 2 stages x 2 replicas match the
+// single-process losses with codecs off, and train with AC-SGD's delta codec forward, 8-bit
+// gradients backward and CocktailSGD between replicas.
+struct FamilyCase {
+  std::string name;
+  std::string config_json;  // 32 wide, 4 layers, the GPT-2 vocabulary (the bundled tokenizer)
+};
+
+void PrintTo(const FamilyCase& family, std::ostream* out) { *out << family.name; }
+
+class StageRuntimeFamilies : public ::testing::TestWithParam<FamilyCase> {};
+
+TEST_P(StageRuntimeFamilies, TwoByTwoMatchesTheSingleProcessRunAndTrainsCompressed) {
+  geotrain::testing::TempDir dir;
+  StageAssignment job = TinyJob(dir, 2, 2, GetParam().config_json);
+  const std::vector<double> reference = MeanLosses(Train(ReferenceOf(job), 3, false));
+  const std::vector<double> split = MeanLosses(Train(job, 3, false));
+  ASSERT_EQ(split.size(), reference.size());
+  for (size_t i = 0; i < split.size(); ++i) {
+    EXPECT_NEAR(split[i], reference[i], 1e-4 * reference[i]) << "step " << i + 1;
+  }
+
+  job.compression.forward = Codec(compression::CodecId::kDelta, 4);
+  job.compression.backward = Codec(compression::CodecId::kFixpoint, 8);
+  job.compression.data_parallel.mode = DataParallelMode::kCocktail;
+  job.compression.data_parallel.codec.codec = compression::CodecId::kCocktail;
+  job.compression.warmup_steps = 1;
+  const std::vector<double> compressed = MeanLosses(Train(job, 5, false));
+  ASSERT_EQ(compressed.size(), 5u);
+  for (double loss : compressed) EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_LT(compressed.back(), compressed.front());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModelFamilies, StageRuntimeFamilies,
+    ::testing::Values(
+        FamilyCase{"opt", R"({"model_type": "opt", "hidden_size": 32, "ffn_dim": 64,
+            "num_hidden_layers": 4, "num_attention_heads": 2, "word_embed_proj_dim": 16,
+            "max_position_embeddings": 64, "vocab_size": 50257})"},
+        FamilyCase{"gpt_neox", R"({"model_type": "gpt_neox", "hidden_size": 32,
+            "intermediate_size": 64, "num_hidden_layers": 4, "num_attention_heads": 2,
+            "rotary_pct": 0.25, "vocab_size": 50257, "tie_word_embeddings": true})"},
+        FamilyCase{"gptj", R"({"model_type": "gptj", "n_embd": 32, "n_layer": 4, "n_head": 2,
+            "rotary_dim": 8, "n_positions": 64, "vocab_size": 50257,
+            "tie_word_embeddings": true})"}),
+    [](const auto& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace geotrain::runtime

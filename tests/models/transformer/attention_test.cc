@@ -79,6 +79,31 @@ TEST(RotaryTest, RotatesPairsOfHalvesByPosition) {
   }
 }
 
+// GPT-J's convention on part of a head: pairs (x[2i], x[2i+1]) of the first R dimensions turn,
+// the rest of the head passes unchanged.
+TEST(RotaryTest, InterleavedPairsOnPartOfTheHead) {
+  const int64_t rotated = 6, dim = 10;
+  const double theta = 100.0;
+  const RotaryTables tables = MakeRotaryTables(5, rotated, theta, at::TensorOptions(at::kDouble),
+                                               RotaryPairing::kInterleaved);
+  at::manual_seed(7);
+  const at::Tensor x = at::randn({1, 1, 5, dim}, at::kDouble);
+  const at::Tensor result = ApplyRotary(x, tables);
+  for (int64_t p = 0; p < 5; ++p) {
+    for (int64_t i = 0; i < rotated / 2; ++i) {
+      const double angle = p * std::pow(theta, -2.0 * i / rotated);
+      const double a = x[0][0][p][2 * i].item<double>(), b = x[0][0][p][2 * i + 1].item<double>();
+      EXPECT_NEAR(result[0][0][p][2 * i].item<double>(),
+                  a * std::cos(angle) - b * std::sin(angle), 1e-12);
+      EXPECT_NEAR(result[0][0][p][2 * i + 1].item<double>(),
+                  b * std::cos(angle) + a * std::sin(angle), 1e-12);
+    }
+    for (int64_t i = rotated; i < dim; ++i) {
+      EXPECT_EQ(result[0][0][p][i].item<double>(), x[0][0][p][i].item<double>());
+    }
+  }
+}
+
 TEST(RotaryTest, ScoresDependOnRelativePositionOnly) {
   const int64_t dim = 16, seq = 10;
   const RotaryTables tables = MakeRotaryTables(seq, dim, 10000.0, at::TensorOptions(at::kDouble));

@@ -136,7 +136,8 @@ TEST(StageCheckpointTest, SavesAs16BitFloats) {
 // The bundled presets, initialised at random, load as stages and learn: a few plain SGD steps
 // on one batch lower its loss.
 TEST(StageCheckpointTest, RandomPresetsTrain) {
-  for (const std::string preset : {"gpt2-tiny", "llama-tiny"}) {
+  for (const std::string preset :
+       {"gpt2-tiny", "llama-tiny", "opt-tiny", "gpt-neox-tiny", "gptj-tiny"}) {
     SCOPED_TRACE(preset);
     const StatusOr<ModelConfig> config =
         LoadModelConfig(std::string(GEOTRAIN_SOURCE_DIR) + "/examples/models/" + preset);
@@ -161,7 +162,8 @@ TEST(StageCheckpointTest, RandomPresetsTrain) {
         }
       }
     }
-    EXPECT_NEAR(losses.front(), std::log(50257.0), 0.1);  // near-uniform predictions at init
+    // Near-uniform predictions at init (GPT-J's parallel residual starts a little further off).
+    EXPECT_NEAR(losses.front(), std::log(50257.0), 0.2);
     for (double l : losses) std::printf(" %.4f", l);
     std::printf("\n");
     EXPECT_LT(losses.back(), losses.front() - 1.0);
