@@ -348,6 +348,63 @@ Status ParseGptJ(const ConfigFields& fields, ModelConfig* config) {
   return OkStatus();
 }
 
+// A classifier's classes: num_labels when given, else len(id2label) (what transformers writes),
+// else its default of 2. Only single-label classification is implemented.
+Status ParseClassifierLabels(const ConfigFields& fields, ModelConfig* config) {
+  int64_t from_id2label = 0;
+  if (fields.Has("id2label")) {
+    if (!fields["id2label"].is_object()) {
+      return fields.Error("id2label", "expected an object, got " +
+                                          JsonKindName(fields["id2label"]));
+    }
+    from_id2label = static_cast<int64_t>(fields["id2label"].size());
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(config->num_labels,
+                            fields.OptionalSize("num_labels", from_id2label > 0 ? from_id2label : 2,
+                                                kMaxDimension));
+  if (from_id2label > 0 && from_id2label != config->num_labels) {
+    return fields.Error("num_labels", std::to_string(config->num_labels) + " disagrees with the " +
+                                          std::to_string(from_id2label) + " entries of id2label");
+  }
+  if (config->num_labels < 2) {
+    return fields.Error("num_labels", "1 (regression) is not supported; classification needs >= 2");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string problem,
+                            fields.OptionalString("problem_type", "single_label_classification"));
+  if (problem != "single_label_classification") {
+    return fields.Error("problem_type", "\"" + problem +
+                                            "\" is not supported (single_label_classification)");
+  }
+  return OkStatus();
+}
+
+Status ParseBert(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
+  config->num_kv_heads = config->num_heads;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
+                            HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
+  config->embedding_dim = config->hidden_size;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
+                            fields.OptionalSize("max_position_embeddings", 512, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->type_vocab_size,
+                            fields.OptionalSize("type_vocab_size", 2, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->norm_eps,
+                            fields.OptionalPositiveNumber("layer_norm_eps", 1e-12));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->activation, ParseActivation(fields, "hidden_act", "gelu"));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string positions,
+                            fields.OptionalString("position_embedding_type", "absolute"));
+  if (positions != "absolute") {
+    return fields.Error("position_embedding_type",
+                        "\"" + positions + "\" is not supported (absolute)");
+  }
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("is_decoder", false));
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireBool("add_cross_attention", false));
+  config->attention_bias = true;
+  config->mlp_bias = true;
+  config->tie_word_embeddings = false;  // a classifier has no LM head to tie
+  return ParseClassifierLabels(fields, config);
+}
+
 }  // namespace
 
 const char* ModelTypeName(ModelFamily family) {
@@ -364,6 +421,8 @@ const char* ModelTypeName(ModelFamily family) {
       return "gpt_neox";
     case ModelFamily::kGptJ:
       return "gptj";
+    case ModelFamily::kBert:
+      return "bert";
   }
   return "unknown";
 }
@@ -391,12 +450,15 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::strin
   } else if (model_type == "gptj") {
     config.family = ModelFamily::kGptJ;
     GEOTRAIN_RETURN_IF_ERROR(ParseGptJ(fields, &config));
+  } else if (model_type == "bert") {
+    config.family = ModelFamily::kBert;
+    GEOTRAIN_RETURN_IF_ERROR(ParseBert(fields, &config));
   } else if (model_type.empty()) {
     return fields.Error("model_type", "missing");
   } else {
     return fields.Error("model_type", "\"" + model_type +
                                           "\" is not supported (gpt2, llama, qwen2, opt, "
-                                          "gpt_neox, gptj)");
+                                          "gpt_neox, gptj, bert)");
   }
   if (config.family != ModelFamily::kOpt) {  // OPT calls it init_std
     GEOTRAIN_ASSIGN_OR_RETURN(config.initializer_range,
@@ -442,6 +504,12 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   }
   if (c.family == ModelFamily::kOpt) {
     GEOTRAIN_RETURN_IF_ERROR(positive("embedding_dim", c.embedding_dim));
+  }
+  if ((c.family == ModelFamily::kBert) != c.IsClassifier() ||
+      (c.IsClassifier() && c.num_labels < 2)) {
+    return InvalidArgument(source + ": num_labels: " + std::to_string(c.num_labels) +
+                           (c.family == ModelFamily::kBert ? " (a classifier needs >= 2)"
+                                                           : " (only encoders classify)"));
   }
   if ((c.family == ModelFamily::kGptNeoX || c.family == ModelFamily::kGptJ) &&
       (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)) {
@@ -525,6 +593,24 @@ std::string ModelConfigToJson(const ModelConfig& c) {
     out["rotary_emb_base"] = c.rope_theta;
     out["rope_parameters"] = {
         {"rope_type", "default"}, {"rope_theta", c.rope_theta}, {"partial_rotary_factor", partial}};
+  } else if (c.family == ModelFamily::kBert) {
+    out["architectures"] = {"BertForSequenceClassification"};
+    out["hidden_size"] = c.hidden_size;
+    out["intermediate_size"] = c.intermediate_size;
+    out["num_hidden_layers"] = c.num_layers;
+    out["num_attention_heads"] = c.num_heads;
+    out["max_position_embeddings"] = c.max_positions;
+    out["type_vocab_size"] = c.type_vocab_size;
+    out["layer_norm_eps"] = c.norm_eps;
+    out["hidden_act"] = ActivationName(c.activation);
+    // transformers counts the classes from id2label.
+    json id2label = json::object(), label2id = json::object();
+    for (int64_t i = 0; i < c.num_labels; ++i) {
+      id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
+      label2id["LABEL_" + std::to_string(i)] = i;
+    }
+    out["id2label"] = id2label;
+    out["label2id"] = label2id;
   } else if (c.family == ModelFamily::kGptJ) {
     out["architectures"] = {"GPTJForCausalLM"};
     out["n_embd"] = c.hidden_size;

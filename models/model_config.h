@@ -22,9 +22,10 @@ enum class ModelFamily {
   kOpt,      // model_type "opt": learned positions (offset 2), pre-LN, ReLU, project_in/out
   kGptNeoX,  // model_type "gpt_neox": parallel residual, partial rotary, fused per-head q|k|v
   kGptJ,     // model_type "gptj": one LayerNorm, parallel residual, interleaved partial rotary
+  kBert,     // model_type "bert": post-LayerNorm encoder with a sequence-classification head
 };
 
-// "gpt2", "llama", "qwen2", "opt", "gpt_neox", "gptj": the config.json model_type.
+// "gpt2", "llama", "qwen2", "opt", "gpt_neox", "gptj", "bert": the config.json model_type.
 const char* ModelTypeName(ModelFamily family);
 
 // The MLP's nonlinearity.
@@ -65,14 +66,21 @@ struct ModelConfig {
   // gpt_neox's use_parallel_residual: x + attention(ln1(x)) + mlp(ln2(x)).
   bool parallel_residual = false;
   bool lm_head_bias = false;  // gptj's LM head has a bias
+  int64_t type_vocab_size = 0;  // bert: segment (token type) embeddings; 0 when none
+  // Encoders: the classes of the sequence-classification head (len(id2label), or num_labels;
+  // transformers' default 2). 0 for language models.
+  int64_t num_labels = 0;
 
   bool IsLlamaFamily() const {
     return family == ModelFamily::kLlama || family == ModelFamily::kQwen2;
   }
-  // The token embedding is followed by learned position embeddings (gpt2, opt).
+  // The token embedding is followed by learned position embeddings (gpt2, opt, bert).
   bool HasLearnedPositions() const {
-    return family == ModelFamily::kGpt2 || family == ModelFamily::kOpt;
+    return family == ModelFamily::kGpt2 || family == ModelFamily::kOpt ||
+           family == ModelFamily::kBert;
   }
+  // A bidirectional encoder whose last stage classifies the sequence (logits [B, num_labels]).
+  bool IsClassifier() const { return num_labels > 0; }
 };
 
 // Parses config.json text; `source` names the file in errors, which also name the field:

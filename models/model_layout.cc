@@ -178,6 +178,33 @@ void AddGptJSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
   }
 }
 
+void AddBertSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
+  const int64_t h = c.hidden_size;
+  if (plan.is_first) {
+    out.Add("bert.embeddings.word_embeddings.weight", {c.vocab_size, h}, TensorInit::kNormal);
+    out.Add("bert.embeddings.position_embeddings.weight", {c.max_positions, h},
+            TensorInit::kNormal);
+    out.Add("bert.embeddings.token_type_embeddings.weight", {c.type_vocab_size, h},
+            TensorInit::kNormal);
+    AddLayerNorm(out, "bert.embeddings.LayerNorm", h);
+  }
+  for (int64_t layer = plan.first_layer; layer < plan.last_layer; ++layer) {
+    const std::string p = "bert.encoder.layer." + std::to_string(layer) + ".";
+    AddLinear(out, p + "attention.self.query", h, h, true);
+    AddLinear(out, p + "attention.self.key", h, h, true);
+    AddLinear(out, p + "attention.self.value", h, h, true);
+    AddLinear(out, p + "attention.output.dense", h, h, true);
+    AddLayerNorm(out, p + "attention.output.LayerNorm", h);
+    AddLinear(out, p + "intermediate.dense", c.intermediate_size, h, true);
+    AddLinear(out, p + "output.dense", h, c.intermediate_size, true);
+    AddLayerNorm(out, p + "output.LayerNorm", h);
+  }
+  if (plan.is_last) {
+    AddLinear(out, "bert.pooler.dense", h, h, true);
+    AddLinear(out, "classifier", c.num_labels, h, true);
+  }
+}
+
 }  // namespace
 
 std::vector<TensorSpec> StageTensorSpecs(const ModelConfig& config, const StagePlan& plan) {
@@ -200,6 +227,9 @@ std::vector<TensorSpec> StageTensorSpecs(const ModelConfig& config, const StageP
     case ModelFamily::kGptJ:
       AddGptJSpecs(config, plan, list);
       break;
+    case ModelFamily::kBert:
+      AddBertSpecs(config, plan, list);
+      break;
   }
   return specs;
 }
@@ -220,6 +250,8 @@ std::string TokenEmbeddingName(const ModelConfig& config) {
       return "model.decoder.embed_tokens.weight";
     case ModelFamily::kGptNeoX:
       return "gpt_neox.embed_in.weight";
+    case ModelFamily::kBert:
+      return "bert.embeddings.word_embeddings.weight";
   }
   return "";
 }

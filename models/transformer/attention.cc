@@ -57,6 +57,26 @@ at::Tensor CausalSelfAttention(const at::Tensor& query, const at::Tensor& key,
 #endif
 }
 
+at::Tensor BidirectionalSelfAttention(const at::Tensor& query, const at::Tensor& key,
+                                     const at::Tensor& value, const at::Tensor& attention_mask) {
+  TORCH_CHECK(query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
+                  query.size(1) == key.size(1),
+              "attention expects [batch, heads, seq, head_dim] tensors with as many key heads");
+  const double scale = 1.0 / std::sqrt(static_cast<double>(query.size(3)));
+  // Softmax in float32 for 16-bit activations, as transformers does (float64 stays float64).
+  const at::ScalarType softmax_type = at::promote_types(query.scalar_type(), at::kFloat);
+  at::Tensor scores = (at::matmul(query, key.transpose(-2, -1)) * scale).to(softmax_type);
+  if (attention_mask.defined()) {
+    // The lowest finite score, as transformers' additive mask: a padded query row still
+    // attends somewhere, so no row is all -inf (NaN).
+    const at::Tensor padding = (attention_mask == 0).view({query.size(0), 1, 1, key.size(2)});
+    scores = scores.masked_fill(padding, softmax_type == at::kDouble
+                                             ? std::numeric_limits<double>::lowest()
+                                             : std::numeric_limits<float>::lowest());
+  }
+  return at::matmul(at::softmax(scores, -1).to(query.scalar_type()), value);
+}
+
 bool HasFusedAttention() { return GEOTRAIN_HAS_FUSED_ATTENTION; }
 
 }  // namespace geotrain::models

@@ -19,7 +19,7 @@ class Gpt2Embedding final : public StageInput {
   explicit Gpt2Embedding(ParameterTable& p)
       : token_(p.Get(Name("wte.weight"))), position_(p.Get(Name("wpe.weight"))) {}
 
-  at::Tensor Forward(const at::Tensor& token_ids) const override {
+  at::Tensor Forward(const at::Tensor& token_ids, const SequenceContext&) const override {
     const at::Tensor positions = at::arange(token_ids.size(1), token_ids.options());
     return at::embedding(token_, token_ids) + at::embedding(position_, positions);
   }
@@ -48,7 +48,7 @@ class Gpt2Block final : public TransformerBlock {
     mlp_proj_bias_ = p.Get(Name(h + "mlp.c_proj.bias"));
   }
 
-  at::Tensor Forward(const at::Tensor& x) const override {
+  at::Tensor Forward(const at::Tensor& x, const SequenceContext&) const override {
     const int64_t batch = x.size(0), seq = x.size(1);
     const auto split_heads = [&](const at::Tensor& t) {
       return t.view({batch, seq, num_heads_, -1}).transpose(1, 2);
@@ -89,7 +89,7 @@ class Gpt2Output final : public StageOutput {
         norm_bias_(p.Get(Name("ln_f.bias"))),
         lm_head_(p.Get(config.tie_word_embeddings ? Name("wte.weight") : "lm_head.weight")) {}
 
-  at::Tensor Forward(const at::Tensor& hidden) const override {
+  at::Tensor Forward(const at::Tensor& hidden, const SequenceContext&) const override {
     const at::Tensor normed =
         at::layer_norm(hidden, {hidden_size_}, norm_weight_, norm_bias_, eps_);
     return at::linear(normed, lm_head_);

@@ -19,7 +19,7 @@ class GptNeoXBlock final : public TransformerBlock {
     down_ = GetLinear(p, prefix + "mlp.dense_4h_to_h", true);
   }
 
-  at::Tensor Forward(const at::Tensor& x) const override {
+  at::Tensor Forward(const at::Tensor& x, const SequenceContext&) const override {
     const at::Tensor attention = Attention(input_norm_(x));
     if (config_.parallel_residual) return x + attention + Mlp(post_attention_norm_(x));
     const at::Tensor residual = x + attention;

@@ -20,7 +20,7 @@ class GptJBlock final : public TransformerBlock {
     fc_out_ = GetLinear(p, prefix + "mlp.fc_out", true);
   }
 
-  at::Tensor Forward(const at::Tensor& x) const override {
+  at::Tensor Forward(const at::Tensor& x, const SequenceContext&) const override {
     const int64_t batch = x.size(0), seq = x.size(1);
     const auto split_heads = [&](const at::Tensor& t) {
       return t.view({batch, seq, config_.num_heads, config_.head_dim}).transpose(1, 2);

@@ -57,7 +57,7 @@ inline at::Tensor Activate(Activation activation, const at::Tensor& x) {
 class TokenEmbedding final : public StageInput {
  public:
   explicit TokenEmbedding(at::Tensor weight) : weight_(std::move(weight)) {}
-  at::Tensor Forward(const at::Tensor& token_ids) const override {
+  at::Tensor Forward(const at::Tensor& token_ids, const SequenceContext&) const override {
     return at::embedding(weight_, token_ids);
   }
 
@@ -69,7 +69,7 @@ class TokenEmbedding final : public StageInput {
 class LayerNormHead final : public StageOutput {
  public:
   LayerNormHead(LayerNorm norm, Linear head) : norm_(std::move(norm)), head_(std::move(head)) {}
-  at::Tensor Forward(const at::Tensor& hidden) const override { return head_(norm_(hidden)); }
+  at::Tensor Forward(const at::Tensor& hidden, const SequenceContext&) const override { return head_(norm_(hidden)); }
 
  private:
   LayerNorm norm_;

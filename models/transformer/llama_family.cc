@@ -19,7 +19,7 @@ class LlamaEmbedding final : public StageInput {
  public:
   explicit LlamaEmbedding(ParameterTable& p) : token_(p.Get("model.embed_tokens.weight")) {}
 
-  at::Tensor Forward(const at::Tensor& token_ids) const override {
+  at::Tensor Forward(const at::Tensor& token_ids, const SequenceContext&) const override {
     return at::embedding(token_, token_ids);
   }
 
@@ -43,7 +43,7 @@ class LlamaBlock final : public TransformerBlock {
     down_ = GetLinear(p, prefix + "mlp.down_proj", config.mlp_bias);
   }
 
-  at::Tensor Forward(const at::Tensor& x) const override {
+  at::Tensor Forward(const at::Tensor& x, const SequenceContext&) const override {
     const int64_t batch = x.size(0), seq = x.size(1);
     const auto split_heads = [&](const at::Tensor& t, int64_t heads) {
       return t.view({batch, seq, heads, config_.head_dim}).transpose(1, 2);
@@ -80,7 +80,7 @@ class LlamaOutput final : public StageOutput {
         lm_head_(
             p.Get(config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight")) {}
 
-  at::Tensor Forward(const at::Tensor& hidden) const override {
+  at::Tensor Forward(const at::Tensor& hidden, const SequenceContext&) const override {
     return at::linear(RmsNorm(hidden, norm_, eps_), lm_head_);
   }
 

@@ -21,7 +21,7 @@ class OptEmbedding final : public StageInput {
     }
   }
 
-  at::Tensor Forward(const at::Tensor& token_ids) const override {
+  at::Tensor Forward(const at::Tensor& token_ids, const SequenceContext&) const override {
     at::Tensor embedded = at::embedding(token_, token_ids);
     if (project_in_.weight.defined()) embedded = project_in_(embedded);
     const at::Tensor positions = at::arange(token_ids.size(1), token_ids.options()) +
@@ -50,7 +50,7 @@ class OptBlock final : public TransformerBlock {
     fc2_ = GetLinear(p, prefix + "fc2", bias);
   }
 
-  at::Tensor Forward(const at::Tensor& x) const override {
+  at::Tensor Forward(const at::Tensor& x, const SequenceContext&) const override {
     const int64_t batch = x.size(0), seq = x.size(1);
     const auto split_heads = [&](const at::Tensor& t) {
       return t.view({batch, seq, config_.num_heads, config_.head_dim}).transpose(1, 2);
@@ -84,7 +84,7 @@ class OptOutput final : public StageOutput {
     }
   }
 
-  at::Tensor Forward(const at::Tensor& hidden) const override {
+  at::Tensor Forward(const at::Tensor& hidden, const SequenceContext&) const override {
     at::Tensor normed = norm_(hidden);
     if (project_out_.weight.defined()) normed = project_out_(normed);
     return at::linear(normed, lm_head_);

@@ -4,6 +4,7 @@
 
 #include "models/model_layout.h"
 #include "models/safetensors_writer.h"
+#include "models/transformer/bert_family.h"
 #include "models/transformer/gpt2_family.h"
 #include "models/transformer/gpt_neox_family.h"
 #include "models/transformer/gptj_family.h"
@@ -28,6 +29,8 @@ StageParts MakeStageParts(const ModelConfig& config, const StagePlan& plan,
       return MakeGptNeoXStageParts(config, plan, parameters);
     case ModelFamily::kGptJ:
       return MakeGptJStageParts(config, plan, parameters);
+    case ModelFamily::kBert:
+      return MakeBertStageParts(config, plan, parameters);
   }
   return StageParts();
 }
@@ -84,12 +87,47 @@ Status Stage::CheckInput(const at::Tensor& input) const {
   return OkStatus();
 }
 
-StatusOr<at::Tensor> Stage::Forward(const at::Tensor& input) const {
+Status Stage::CheckContext(const at::Tensor& input, const SequenceContext& context) const {
+  const auto check = [&](const at::Tensor& t, const char* name) -> Status {
+    if (!t.defined()) return OkStatus();
+    if (t.dim() != 2 || t.size(0) != input.size(0) || t.size(1) != input.size(1) ||
+        !(IsIntegral(t) || t.scalar_type() == at::kBool)) {
+      return InvalidArgument("stage " + plan_.ToString() + " " + name + " " + ShapeString(t) +
+                             ": expected integers [batch, seq] matching the input " +
+                             ShapeString(input));
+    }
+    if (t.device() != device_) {
+      return InvalidArgument("stage " + plan_.ToString() + " " + name + ": on " +
+                             t.device().str() + ", the stage is on " + device_.str());
+    }
+    return OkStatus();
+  };
+  GEOTRAIN_RETURN_IF_ERROR(check(context.attention_mask, "attention_mask"));
+  GEOTRAIN_RETURN_IF_ERROR(check(context.token_type_ids, "token_type_ids"));
+  if (context.token_type_ids.defined() && plan_.is_first) {
+    GEOTRAIN_ASSIGN_OR_RETURN(bool in_range, CatchTorchErrors("checking token type ids", [&] {
+                                return context.token_type_ids.min().item<int64_t>() >= 0 &&
+                                       context.token_type_ids.max().item<int64_t>() <
+                                           std::max<int64_t>(config_.type_vocab_size, 1);
+                              }));
+    if (!in_range) {
+      return InvalidArgument("stage " + plan_.ToString() + " token_type_ids: must be in [0, " +
+                             std::to_string(std::max<int64_t>(config_.type_vocab_size, 1)) +
+                             ")");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<at::Tensor> Stage::Forward(const at::Tensor& input,
+                                    const SequenceContext& context) const {
   GEOTRAIN_RETURN_IF_ERROR(CheckInput(input));
+  GEOTRAIN_RETURN_IF_ERROR(CheckContext(input, context));
   return CatchTorchErrors("stage " + plan_.ToString() + " forward", [&] {
-    at::Tensor hidden = parts_.input ? parts_.input->Forward(input.to(at::kLong)) : input;
-    for (const auto& block : parts_.blocks) hidden = block->Forward(hidden);
-    return parts_.output ? parts_.output->Forward(hidden) : hidden;
+    at::Tensor hidden =
+        parts_.input ? parts_.input->Forward(input.to(at::kLong), context) : input;
+    for (const auto& block : parts_.blocks) hidden = block->Forward(hidden, context);
+    return parts_.output ? parts_.output->Forward(hidden, context) : hidden;
   });
 }
 
@@ -97,6 +135,7 @@ StatusOr<at::Tensor> Stage::Loss(const at::Tensor& logits, const at::Tensor& lab
   if (!plan_.is_last) {
     return FailedPrecondition("stage " + plan_.ToString() + ": only the last stage has a loss");
   }
+  if (config_.IsClassifier()) return ClassificationLoss(logits, labels);
   if (!logits.defined() || !labels.defined() || logits.dim() != 3 || labels.dim() != 2 ||
       logits.size(0) != labels.size(0) || logits.size(1) != labels.size(1) ||
       logits.size(2) != config_.vocab_size || logits.size(1) < 2 || !IsIntegral(labels)) {
@@ -117,6 +156,24 @@ StatusOr<at::Tensor> Stage::Loss(const at::Tensor& logits, const at::Tensor& lab
         labels.narrow(1, 1, seq - 1).reshape({-1}).to(logits.device(), at::kLong);
     return at::cross_entropy_loss(predictions, targets, /*weight=*/{}, at::Reduction::Mean,
                                   kIgnoreLabel);
+  });
+}
+
+StatusOr<at::Tensor> Stage::ClassificationLoss(const at::Tensor& logits,
+                                               const at::Tensor& labels) const {
+  if (!logits.defined() || !labels.defined() || logits.dim() != 2 || labels.dim() != 1 ||
+      logits.size(0) != labels.size(0) || logits.size(1) != config_.num_labels ||
+      !IsIntegral(labels)) {
+    return InvalidArgument("loss: expected logits [batch, " + std::to_string(config_.num_labels) +
+                           "] and integer labels [batch], got " +
+                           (logits.defined() ? ShapeString(logits) : "(undefined)") + " and " +
+                           (labels.defined() ? ShapeString(labels) : "(undefined)"));
+  }
+  return CatchTorchErrors("loss", [&] {
+    // At least float32, as transformers upcasts 16-bit logits for the loss.
+    return at::cross_entropy_loss(logits.to(at::promote_types(logits.scalar_type(), at::kFloat)),
+                                  labels.to(logits.device(), at::kLong), /*weight=*/{},
+                                  at::Reduction::Mean, kIgnoreLabel);
   });
 }
 

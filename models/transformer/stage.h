@@ -44,16 +44,21 @@ class Stage {
   at::Device device() const { return device_; }
   at::ScalarType dtype() const { return dtype_; }
 
-  // First stage: int64 (or int32) token ids [B, S] with 1 <= S <= max_positions for GPT-2. Other
-  // stages: hidden states [B, S, hidden_size] in the stage's dtype. Returns hidden states
-  // [B, S, hidden_size], or logits [B, S, vocab_size] from the last stage. Inputs must be on the
-  // stage's device. INVALID_ARGUMENT for a malformed input.
-  StatusOr<at::Tensor> Forward(const at::Tensor& input) const;
+  // First stage: int64 (or int32) token ids [B, S] with 1 <= S <= max_positions for learned
+  // positions. Other stages: hidden states [B, S, hidden_size] in the stage's dtype. Returns
+  // hidden states [B, S, hidden_size], or from the last stage logits [B, S, vocab_size] (a
+  // classifier's: [B, num_labels]). Inputs must be on the stage's device. INVALID_ARGUMENT for a
+  // malformed input.
+  // `context` carries an encoder's padding mask (every stage) and segment ids (first stage);
+  // decoders ignore it.
+  StatusOr<at::Tensor> Forward(const at::Tensor& input, const SequenceContext& context = {}) const;
 
   // Last stage only: the mean next-token cross-entropy (a float32 scalar, float64 for float64
   // logits) of `logits` [B, S, vocab]
   // against `labels` [B, S], which are aligned with the input tokens as in transformers: position
   // t predicts labels[:, t + 1]; labels equal to kIgnoreLabel are left out. S must be >= 2.
+  // A classifier's (ModelConfig::IsClassifier) loss is the mean cross-entropy of logits
+  // [B, num_labels] against integer labels [B].
   StatusOr<at::Tensor> Loss(const at::Tensor& logits, const at::Tensor& labels) const;
 
   // The trainable tensors, under their Hugging Face names, in a stable order (embeddings,
@@ -72,6 +77,8 @@ class Stage {
   Stage(ModelConfig config, StagePlan plan, at::Device device, at::ScalarType dtype)
       : config_(std::move(config)), plan_(plan), device_(device), dtype_(dtype) {}
   Status CheckInput(const at::Tensor& input) const;
+  Status CheckContext(const at::Tensor& input, const SequenceContext& context) const;
+  StatusOr<at::Tensor> ClassificationLoss(const at::Tensor& logits, const at::Tensor& labels) const;
 
   ModelConfig config_;
   StagePlan plan_;

@@ -33,7 +33,8 @@ import sys
 import torch
 from safetensors.torch import save_file
 import transformers
-from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
+from transformers import (BertConfig, BertForSequenceClassification, GPT2Config,
+                          GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
                           GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
                           OPTConfig, OPTForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
@@ -94,6 +95,53 @@ def models():
     yield ("gptj", GPTJForCausalLM,
            GPTJConfig(n_embd=32, n_layer=4, n_head=4, rotary_dim=6, n_positions=64,
                       vocab_size=256, bos_token_id=0, eos_token_id=0), None)
+
+
+def classifiers():
+    """(directory name, model class, config): sequence classifiers (encoders)."""
+    yield ("bert", BertForSequenceClassification,
+           BertConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                      intermediate_size=64, max_position_embeddings=64, vocab_size=256,
+                      type_vocab_size=2, num_labels=3, layer_norm_eps=1e-12, pad_token_id=0))
+
+
+def make_classifier(name, model_class, config, seed):
+    """Like make(), for a classifier: reference.safetensors holds input_ids, attention_mask
+    (the second sequence padded after 8 tokens), token_type_ids (sentence B from position 5),
+    labels [B], logits [B, num_labels] and the mean cross-entropy loss, in float64."""
+    torch.manual_seed(seed)
+    model = model_class(config).float().eval()
+    randomize(model)
+    out_dir = os.path.join(OUT, name)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    model.save_pretrained(out_dir)
+
+    input_ids = torch.randint(1, config.vocab_size, (BATCH, SEQ), dtype=torch.int64)
+    attention_mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
+    attention_mask[1, 8:] = 0
+    input_ids[1, 8:] = config.pad_token_id
+    token_type_ids = torch.zeros(BATCH, SEQ, dtype=torch.int64)
+    token_type_ids[:, 5:] = 1
+    labels = torch.tensor([2, 0], dtype=torch.int64)
+    reloaded = model_class.from_pretrained(out_dir, attn_implementation="sdpa").eval()
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask,
+                  token_type_ids=token_type_ids)
+    with torch.no_grad():
+        float32_logits = reloaded(**inputs).logits.double()
+        output = reloaded.double()(**inputs, labels=labels)
+    logits = output.logits
+    save_file({
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "token_type_ids": token_type_ids,
+        "labels": labels,
+        "logits": logits.contiguous(),
+        "loss": output.loss.reshape([]).contiguous(),
+    }, os.path.join(out_dir, "reference.safetensors"),
+        metadata={"source": f"make_model_golden.py, transformers {transformers.__version__}, "
+                            f"torch {torch.__version__}"})
+    print(f"{name}: loss {output.loss.item():.6f}; logits {logits.tolist()}; transformers "
+          f"float32 vs float64 max diff {(float32_logits - logits).abs().max().item():.2e}")
 
 
 @contextlib.contextmanager
@@ -228,6 +276,9 @@ def main():
     for seed, (name, model_class, config, shard) in enumerate(models()):
         if not only or name in only:
             make(name, model_class, config, shard, seed=1000 + seed)
+    for seed, (name, model_class, config) in enumerate(classifiers()):
+        if not only or name in only:
+            make_classifier(name, model_class, config, seed=2000 + seed)
 
 
 if __name__ == "__main__":

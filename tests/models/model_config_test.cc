@@ -169,6 +169,43 @@ TEST(ModelConfigTest, OptGptNeoXAndGptJOlderSpellingsAndErrors) {
                    "even and in [2, head size]");
 }
 
+// BERT as transformers writes BertForSequenceClassification: the classes from id2label; what
+// is not implemented (regression, relative positions, a decoder) is refused by name.
+TEST(ModelConfigTest, BertClassifier) {
+  const StatusOr<ModelConfig> golden = LoadModelConfig(kSourceDir + "/tests/golden/models/bert");
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  EXPECT_EQ(golden->family, ModelFamily::kBert);
+  EXPECT_EQ(golden->num_labels, 3);
+  EXPECT_TRUE(golden->IsClassifier());
+  EXPECT_EQ(golden->type_vocab_size, 2);
+  EXPECT_DOUBLE_EQ(golden->norm_eps, 1e-12);
+  EXPECT_FALSE(golden->tie_word_embeddings);
+
+  const json bert = {{"model_type", "bert"},       {"hidden_size", 64},
+                     {"intermediate_size", 256},   {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4},   {"vocab_size", 100}};
+  const StatusOr<ModelConfig> defaults = ParseModelConfig(bert.dump(), "config.json");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->num_labels, 2);  // transformers' default
+  EXPECT_EQ(defaults->max_positions, 512);
+  json bad = bert;
+  bad["num_labels"] = 1;
+  ExpectError(bad, "config.json: num_labels: 1 (regression) is not supported; classification "
+                   "needs >= 2");
+  bad = bert;
+  bad["id2label"] = {{"0", "no"}, {"1", "yes"}};
+  bad["num_labels"] = 3;
+  ExpectError(bad, "config.json: num_labels: 3 disagrees with the 2 entries of id2label");
+  bad = bert;
+  bad["position_embedding_type"] = "relative_key";
+  ExpectError(bad, "config.json: position_embedding_type: \"relative_key\" is not supported "
+                   "(absolute)");
+  bad = bert;
+  bad["problem_type"] = "multi_label_classification";
+  ExpectError(bad, "config.json: problem_type: \"multi_label_classification\" is not supported "
+                   "(single_label_classification)");
+}
+
 TEST(ModelConfigTest, BundledPresets) {
   for (const char* preset : {"gpt2-tiny", "llama-tiny", "opt-tiny", "gpt-neox-tiny", "gptj-tiny"}) {
     const StatusOr<ModelConfig> c = LoadModelConfig(kSourceDir + "/examples/models/" + preset);
@@ -254,7 +291,7 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
   config = LlamaJson();
   config["model_type"] = "mistral";
   ExpectError(config, "config.json: model_type: \"mistral\" is not supported (gpt2, llama, qwen2, "
-                      "opt, gpt_neox, gptj)");
+                      "opt, gpt_neox, gptj, bert)");
 
   config = LlamaJson();
   config.erase("model_type");
@@ -280,7 +317,7 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
   gpt2["n_inner"] = 100;
   gpt2["tie_word_embeddings"] = false;
   std::vector<json> originals = {Gpt2Json(), gpt2, LlamaJson(), llama, qwen2};
-  for (const char* golden : {"opt", "gpt_neox", "gpt_neox_variant", "gptj"}) {
+  for (const char* golden : {"opt", "gpt_neox", "gpt_neox_variant", "gptj", "bert"}) {
     std::ifstream file(kSourceDir + "/tests/golden/models/" + golden + "/config.json");
     originals.push_back(json::parse(file));
   }
@@ -310,6 +347,8 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
     EXPECT_EQ(second->parallel_residual, first->parallel_residual);
     EXPECT_EQ(second->lm_head_bias, first->lm_head_bias);
     EXPECT_EQ(second->initializer_range, first->initializer_range);
+    EXPECT_EQ(second->type_vocab_size, first->type_vocab_size);
+    EXPECT_EQ(second->num_labels, first->num_labels);
   }
 }
 
