@@ -52,6 +52,35 @@ StatusOr<std::unique_ptr<Dataset>> OpenDataset(const DataOptions& options,
   return dataset;
 }
 
+StatusOr<std::unique_ptr<Dataset>> DatasetOfRows(
+    std::vector<std::unique_ptr<TokenizedSource>> sources, std::vector<double> weights,
+    int64_t seq_length) {
+  if (seq_length <= 0 || sources.empty() || sources.size() != weights.size() ||
+      sources.size() > kMaxSourcesPerDataset) {
+    return InvalidArgument("dataset of rows: " + std::to_string(sources.size()) +
+                           " sources, " + std::to_string(weights.size()) +
+                           " weights, seq_length " + std::to_string(seq_length));
+  }
+  double total = 0;
+  for (double w : weights) total += w;
+  std::unique_ptr<Dataset> dataset(new Dataset());
+  dataset->seq_length_ = seq_length;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const uint64_t size = sources[i]->tokens().size();
+    const uint64_t rows = size / static_cast<uint64_t>(seq_length);
+    if (rows == 0 || size % static_cast<uint64_t>(seq_length) != 0 || rows > kMaxBlocksPerSource ||
+        !(weights[i] > 0)) {
+      return InvalidArgument(sources[i]->path() + ": " + std::to_string(size) +
+                             " ids are not whole rows of " + std::to_string(seq_length) +
+                             " (or the weight is not positive)");
+    }
+    dataset->block_counts_.push_back(rows);
+    dataset->weights_.push_back(weights[i] / total);
+    dataset->sources_.push_back(std::move(sources[i]));
+  }
+  return dataset;
+}
+
 StatusOr<Span<const uint32_t>> Dataset::Block(uint64_t sample_id) const {
   const uint64_t source = SampleIdSource(sample_id);
   const uint64_t block = SampleIdBlock(sample_id);

@@ -51,6 +51,8 @@ class Dataset {
 
  private:
   friend StatusOr<std::unique_ptr<Dataset>> OpenDataset(const DataOptions&, const BpeTokenizer&);
+  friend StatusOr<std::unique_ptr<Dataset>> DatasetOfRows(
+      std::vector<std::unique_ptr<TokenizedSource>>, std::vector<double>, int64_t);
   Dataset() = default;
 
   std::vector<std::unique_ptr<TokenizedSource>> sources_;
@@ -64,5 +66,12 @@ class Dataset {
 // tokenized_source.h), a source too short for one block (named, with its token count).
 StatusOr<std::unique_ptr<Dataset>> OpenDataset(const DataOptions& options,
                                                const BpeTokenizer& tokenizer);
+
+// A dataset whose blocks are given: each source's ids are whole rows of seq_length (a
+// classification set's examples, padded), weighted by `weights` (normalised here). Errors: no
+// source, a source that is empty or not whole rows, mismatched lengths.
+StatusOr<std::unique_ptr<Dataset>> DatasetOfRows(
+    std::vector<std::unique_ptr<TokenizedSource>> sources, std::vector<double> weights,
+    int64_t seq_length);
 
 }  // namespace geotrain::models::data

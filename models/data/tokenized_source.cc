@@ -112,4 +112,14 @@ StatusOr<std::unique_ptr<TokenizedSource>> TokenizedSource::Load(
   return source;
 }
 
+std::unique_ptr<TokenizedSource> TokenizedSource::FromTokens(std::string path,
+                                                             std::vector<uint32_t> tokens) {
+  std::unique_ptr<TokenizedSource> source(new TokenizedSource());
+  source->path_ = std::move(path);
+  source->owned_tokens_ = std::move(tokens);
+  source->tokens_ =
+      Span<const uint32_t>(source->owned_tokens_.data(), source->owned_tokens_.size());
+  return source;
+}
+
 }  // namespace geotrain::models::data

@@ -43,6 +43,10 @@ class TokenizedSource {
                                                          const SourceTokenizeOptions& options,
                                                          const BpeTokenizer& tokenizer);
 
+  // Ids made elsewhere (a classification set's padded example rows), named `path` in errors.
+  static std::unique_ptr<TokenizedSource> FromTokens(std::string path,
+                                                     std::vector<uint32_t> tokens);
+
   const std::string& path() const { return path_; }
   Span<const uint32_t> tokens() const { return tokens_; }
   // True when the ids came from an existing, current cache file (tokenizing was skipped).
