@@ -131,6 +131,7 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("layers", &spec->stage_layers);
   });
   b.Section("data", [&](auto& s) {
+    s.Enum("task", &a.data.task, ParseTask, TaskName);
     s.Field("train", &a.data.train);
     s.Field("valid", &a.data.valid);
     s.Field("tokenizer", &a.data.tokenizer_dir);
@@ -138,6 +139,10 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("seq_length", &a.data.seq_length);
     s.Field("samples_per_epoch", &a.data.samples_per_epoch);
     s.Field("stable_shards", &a.data.stable_shards);
+    s.Field("text_field", &a.data.text_field);
+    s.Field("pair_field", &a.data.pair_field);
+    s.Field("label_field", &a.data.label_field);
+    s.Field("labels", &a.data.labels);
   });
   b.Section("pipeline", [&](auto& s) {
     s.Field("stages", &spec->num_stages);
@@ -390,6 +395,21 @@ class YamlReader {
     }
     *value = std::move(sources);
   }
+  // A list of strings (data.labels).
+  void Field(const char* key, std::vector<std::string>* value) {
+    const YAML::Node* node = Take(key);
+    if (node == nullptr) return;
+    if (!node->IsSequence()) return Mismatch(PathOf(key), "a list of strings", *node);
+    std::vector<std::string> items;
+    for (size_t i = 0; i < node->size(); ++i) {
+      const YAML::Node item = (*node)[i];
+      if (!item.IsScalar()) {
+        return Mismatch(PathOf(key) + "[" + std::to_string(i) + "]", "a string", item);
+      }
+      items.push_back(item.Scalar());
+    }
+    *value = std::move(items);
+  }
   // model.layers: [[first, last], ...].
   void Field(const char* key, LayerRanges* value) {
     const YAML::Node* node = Take(key);
@@ -574,6 +594,11 @@ class YamlWriter {
            << YAML::DoubleQuoted << source.path << YAML::Key << "weight" << YAML::Value
            << FormatDouble(source.weight) << YAML::EndMap;
     }
+    out_ << YAML::EndSeq;
+  }
+  void Field(const char* key, std::vector<std::string>* value) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& item : *value) out_ << YAML::DoubleQuoted << item;
     out_ << YAML::EndSeq;
   }
   void Field(const char* key, LayerRanges* value) {

@@ -120,6 +120,11 @@ nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResul
   };
   if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
   if (r.eval_loss) line["eval_loss"] = *r.eval_loss;
+  if (r.eval_metrics) {
+    line["eval_accuracy"] = r.eval_metrics->accuracy;
+    line["eval_f1"] = r.eval_metrics->f1;
+    line["eval_mcc"] = r.eval_metrics->mcc;
+  }
   if (!r.checkpoint_error.empty()) line["checkpoint_error"] = r.checkpoint_error;
   return line;
 }

@@ -22,6 +22,8 @@ StatusOr<Enum> ParseName(const std::string& what, const std::string& name,
 
 constexpr std::pair<const char*, ScheduleKind> kScheduleNames[] = {
     {"gpipe", ScheduleKind::kGPipe}, {"1f1b", ScheduleKind::kOneFOneB}};
+constexpr std::pair<const char*, Task> kTaskNames[] = {
+    {"causal_lm", Task::kCausalLm}, {"sequence_classification", Task::kSequenceClassification}};
 constexpr std::pair<const char*, LrDecay> kDecayNames[] = {
     {"constant", LrDecay::kConstant}, {"linear", LrDecay::kLinear}, {"cosine", LrDecay::kCosine}};
 constexpr std::pair<const char*, DataParallelMode> kModeNames[] = {
@@ -156,6 +158,8 @@ const char* ScheduleKindName(ScheduleKind kind) { return NameOf(kind, kScheduleN
 StatusOr<ScheduleKind> ParseScheduleKind(const std::string& name) {
   return ParseName("schedule", name, kScheduleNames);
 }
+const char* TaskName(Task task) { return NameOf(task, kTaskNames); }
+StatusOr<Task> ParseTask(const std::string& name) { return ParseName("task", name, kTaskNames); }
 const char* LrDecayName(LrDecay decay) { return NameOf(decay, kDecayNames); }
 StatusOr<LrDecay> ParseLrDecay(const std::string& name) {
   return ParseName("lr_decay", name, kDecayNames);
@@ -209,6 +213,17 @@ std::vector<FieldProblem> StageAssignment::Problems() const {
 
   if (data.train.empty()) p.Add("data.train", "no sources");
   p.Positive("data.seq_length", data.seq_length);
+  if (data.text_field.empty()) p.Add("data.text_field", "empty");
+  if (data.task == Task::kSequenceClassification) {
+    if (data.label_field.empty()) p.Add("data.label_field", "empty");
+    if (data.seq_length > 0 && data.seq_length < 3) {
+      p.Add("data.seq_length", std::to_string(data.seq_length) +
+                                   " cannot hold [CLS] text [SEP] (classification needs >= 3)");
+    }
+  } else if (!data.pair_field.empty() || !data.labels.empty()) {
+    p.Add(data.labels.empty() ? "data.pair_field" : "data.labels",
+          "only for data.task sequence_classification", {"data.task"});
+  }
 
   p.Codec("compression.forward", compression.forward);
   p.Codec("compression.backward", compression.backward);

@@ -34,6 +34,14 @@ enum class DataParallelMode : uint8_t {
   kQuantizedMomentum = 3,  // AC-SGD end-to-end: Adam's first moment, 8-bit with error feedback
 };
 
+// What the last stage learns.
+enum class Task : uint8_t {
+  kCausalLm = 0,                // next-token prediction on packed text blocks
+  kSequenceClassification = 1,  // one label per example (encoders; models::data::ClassificationSet)
+};
+
+const char* TaskName(Task task);  // "causal_lm", "sequence_classification"
+StatusOr<Task> ParseTask(const std::string& name);
 const char* ScheduleKindName(ScheduleKind kind);  // "gpipe", "1f1b"
 StatusOr<ScheduleKind> ParseScheduleKind(const std::string& name);
 const char* LrDecayName(LrDecay decay);  // "constant", "linear", "cosine"
@@ -55,6 +63,8 @@ struct OptimizerSettings {
 };
 
 struct DataSettings {
+  // kSequenceClassification needs a classifier model (config.json num_labels / id2label).
+  Task task = Task::kCausalLm;
   std::vector<models::data::WeightedSource> train;  // the mixture (path:weight)
   std::vector<models::data::WeightedSource> valid;  // evaluation sources; empty: no evaluation
   std::string tokenizer_dir;  // vocab.json + merges.txt or tokenizer.json; empty: model_dir
@@ -62,6 +72,13 @@ struct DataSettings {
   int64_t seq_length = 128;
   // Samples per epoch over all replicas; 0: every block of the mixture once.
   uint64_t samples_per_epoch = 0;
+  // The fields of an example (jsonl keys; tsv column names, or numbers for a headerless file):
+  // its text (also the document field of jsonl corpora for kCausalLm), the optional second text
+  // of a pair, and its label. `labels` names string labels in class order (empty: integers).
+  std::string text_field = "text";
+  std::string pair_field;
+  std::string label_field = "label";
+  std::vector<std::string> labels;
   // Every replica keeps the samples of its first epoch (BatchOptions::stable_shards). Always on
   // with a delta forward codec, whose per-replica activation cache only pays when a sample comes
   // back to the same replica.

@@ -94,6 +94,14 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   }
 
   GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config, models::LoadModelConfig(assignment.model_dir));
+  if (config.IsClassifier() != (assignment.data.task == Task::kSequenceClassification)) {
+    return InvalidArgument(
+        "data.task: " + std::string(TaskName(assignment.data.task)) + " does not fit the " +
+        models::ModelTypeName(config.family) + " model in " + assignment.model_dir + " (" +
+        (config.IsClassifier() ? "a sequence classifier: use sequence_classification"
+                               : "a language model: use causal_lm") +
+        ")");
+  }
   GEOTRAIN_ASSIGN_OR_RETURN(models::StagePlan plan, PlanOf(assignment, config));
   GEOTRAIN_ASSIGN_OR_RETURN(at::ScalarType dtype, ScalarTypeOf(assignment.dtype));
   GEOTRAIN_ASSIGN_OR_RETURN(runtime->stage_,
@@ -359,11 +367,16 @@ Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, 
     mb.input = received.to(stage_->dtype()).requires_grad_(true);
     input = decoder_ ? ApplyLinear(mb.input, decoder_->tensor) : mb.input;
   }
-  GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input));
+  const Clock::time_point reading_context = Clock::now();
+  GEOTRAIN_ASSIGN_OR_RETURN(models::SequenceContext context,
+                            data_->Context(mb.sample_ids, /*validation=*/false));
+  double data_seconds = SecondsSince(reading_context);
+  GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input, context));
   if (assignment_.is_last_stage()) {
     const Clock::time_point reading = Clock::now();
-    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels, data_->TrainTokens(mb.sample_ids));
-    const double data_seconds = SecondsSince(reading);
+    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels,
+                              data_->Labels(mb.sample_ids, /*validation=*/false));
+    data_seconds += SecondsSince(reading);
     GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
     mb.output = loss / static_cast<double>(assignment_.training.micro_batches);
     const Clock::time_point end = Clock::now();
@@ -374,7 +387,8 @@ Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, 
   }
   mb.output = encoder_ ? ApplyLinear(output, encoder_->tensor) : output;
   const Clock::time_point end = Clock::now();
-  phases->forward += std::chrono::duration<double>(end - start).count();
+  phases->data += data_seconds;
+  phases->forward += std::chrono::duration<double>(end - start).count() - data_seconds;
   trace_->Complete("forward", "compute", start, end, {{"micro_batch", micro_batch}});
   MicroBatchHeader header{MessageKind::kActivation, step, static_cast<uint32_t>(micro_batch),
                           mb.sample_ids};
@@ -618,6 +632,8 @@ StatusOr<double> StageRuntime::Evaluate() {
   }
   const uint64_t step = static_cast<uint64_t>(step_);
   double loss_sum = 0;
+  std::optional<ConfusionCounts> confusion;
+  if (data_->classification()) confusion.emplace(stage_->config().num_labels);
   for (int64_t i = 0; i < assignment_.training.eval_batches; ++i) {
     const uint32_t index = static_cast<uint32_t>(i);
     std::vector<uint64_t> ids;
@@ -634,11 +650,19 @@ StatusOr<double> StageRuntime::Evaluate() {
       input = received.to(stage_->dtype());
       if (decoder_) input = ApplyLinear(input, decoder_->tensor);
     }
-    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input));
+    GEOTRAIN_ASSIGN_OR_RETURN(models::SequenceContext context,
+                              data_->Context(ids, /*validation=*/true));
+    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input, context));
     if (assignment_.is_last_stage()) {
-      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels, data_->ValidationTokens(ids));
+      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels, data_->Labels(ids, /*validation=*/true));
       GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
       loss_sum += loss.item<double>();
+      if (confusion) {
+        const at::Tensor predicted = output.argmax(-1).to(at::kCPU);
+        for (int64_t row = 0; row < labels.size(0); ++row) {
+          confusion->Add(labels[row].item<int64_t>(), predicted[row].item<int64_t>());
+        }
+      }
     } else {
       if (encoder_) output = ApplyLinear(output, encoder_->tensor);
       MicroBatchHeader header{MessageKind::kEvalActivation, step, index, ids};
@@ -655,7 +679,14 @@ StatusOr<double> StageRuntime::Evaluate() {
     GEOTRAIN_RETURN_IF_ERROR(links_.data_parallel->AllReduceSum(Span<float>(&mean, 1), timeout())
                                  .WithContext("averaging the evaluation loss over the replicas"));
     mean /= static_cast<float>(assignment_.dp_size);
+    if (confusion) {
+      std::vector<float>& counts = confusion->counts();
+      GEOTRAIN_RETURN_IF_ERROR(
+          links_.data_parallel->AllReduceSum(Span<float>(counts.data(), counts.size()), timeout())
+              .WithContext("summing the evaluation's predictions over the replicas"));
+    }
   }
+  if (confusion) last_eval_metrics_ = confusion->Metrics();
   return static_cast<double>(mean);
 }
 
@@ -739,7 +770,10 @@ Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step,
       const Clock::time_point start = Clock::now();
       GEOTRAIN_ASSIGN_OR_RETURN(double eval_loss, Evaluate());
       result.phases.eval = SecondsSince(start);
-      if (assignment_.is_last_stage()) result.eval_loss = eval_loss;
+      if (assignment_.is_last_stage()) {
+        result.eval_loss = eval_loss;
+        result.eval_metrics = last_eval_metrics_;
+      }
     }
     const bool last = step_ == training.total_steps;
     if (checkpoints_ && ((training.checkpoint_every > 0 && step_ % training.checkpoint_every == 0) ||

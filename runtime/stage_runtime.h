@@ -42,6 +42,7 @@
 #include "models/transformer/stage.h"
 #include "runtime/adamw.h"
 #include "runtime/checkpoint_store.h"
+#include "runtime/classification_metrics.h"
 #include "runtime/config_change.h"
 #include "runtime/data_parallel_sync.h"
 #include "runtime/embedding_sync.h"
@@ -93,6 +94,8 @@ struct StepResult {
   StepBytes wire_bytes;
   double forward_relative_error = 0;  // mean over this step's activation frames sent
   std::optional<double> eval_loss;    // when the step ended with an evaluation (last stage)
+  // A classifier's evaluation scores, with eval_loss (data.task sequence_classification).
+  std::optional<ClassificationMetrics> eval_metrics;
   bool checkpointed = false;          // this rank wrote its part of the checkpoint of `step`
   // Why this rank's part of the checkpoint of `step` could not be written (disk full, storage
   // gone); empty when it was written or none was due. Training went on: see Run().
@@ -136,8 +139,12 @@ class StageRuntime {
   // One training step (the four parts above), its traffic measured up to its end.
   StatusOr<StepResult> Step();
   // The mean loss over training.eval_batches validation micro-batches of every replica (last
-  // stage; NaN on others). Every rank of the job must call it at the same point.
+  // stage; NaN on others). Every rank of the job must call it at the same point. A classifier's
+  // last stage also scores the predictions of every replica: last_eval_metrics().
   StatusOr<double> Evaluate();
+  const std::optional<ClassificationMetrics>& last_eval_metrics() const {
+    return last_eval_metrics_;
+  }
   // Writes this rank's part of the checkpoint of the current step.
   Status Checkpoint();
 
@@ -208,6 +215,7 @@ class StageRuntime {
   // assignment_.compression keeps the job's, which the peers' frames arrive in.
   DataParallelSettings data_parallel_settings_;
   int64_t step_ = 0;
+  std::optional<ClassificationMetrics> last_eval_metrics_;
 };
 
 }  // namespace geotrain::runtime

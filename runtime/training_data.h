@@ -7,6 +7,10 @@
 // batches come from the validation sources, the same first `eval_batches` micro-batches of this
 // replica's share at every evaluation, so successive evaluation losses are comparable.
 //
+// With data.task sequence_classification the sources are labelled examples
+// (models::data::ClassificationSet), one per sample id: every stage looks up the padding mask and
+// segment ids of the samples it computes (Context), the last stage their class labels (Labels).
+//
 // Not thread-safe: the rank's training thread owns it.
 #pragma once
 
@@ -15,8 +19,10 @@
 #include <memory>
 
 #include "models/data/batch_iterator.h"
+#include "models/data/classification_set.h"
 #include "models/data/dataset.h"
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "models/transformer/stage_parts.h"
 #include "runtime/stage_assignment.h"
 
 namespace geotrain::runtime {
@@ -37,13 +43,15 @@ class TrainingData {
   // A fresh iterator over this replica's share of the validation sources.
   StatusOr<std::unique_ptr<models::data::BatchIterator>> ValidationBatches() const;
 
-  // The blocks of `sample_ids` as int64 token ids [n, seq_length] (labels of the last stage).
-  StatusOr<at::Tensor> TrainTokens(Span<const uint64_t> sample_ids) const {
-    return Tokens(*train_, sample_ids);
-  }
-  StatusOr<at::Tensor> ValidationTokens(Span<const uint64_t> sample_ids) const {
-    return Tokens(*valid_, sample_ids);
-  }
+  bool classification() const { return train_examples_ != nullptr; }
+  // The labels of the last stage's loss for `sample_ids` of the training (or validation) set:
+  // the blocks' token ids [n, seq_length] for a language model, the class ids [n] for a
+  // classifier.
+  StatusOr<at::Tensor> Labels(Span<const uint64_t> sample_ids, bool validation) const;
+  // What a classifier's stages need besides the activations: the padding mask and segment ids
+  // [n, seq_length] of `sample_ids`. Empty for a language model.
+  StatusOr<models::SequenceContext> Context(Span<const uint64_t> sample_ids,
+                                            bool validation) const;
   // A batch's tokens as int64 [n, seq_length].
   static at::Tensor BatchTokens(const models::data::Batch& batch, int64_t seq_length);
 
@@ -51,10 +59,16 @@ class TrainingData {
   TrainingData() = default;
   static StatusOr<at::Tensor> Tokens(const models::data::Dataset& dataset,
                                      Span<const uint64_t> sample_ids);
+  const models::data::ClassificationSet& Examples(bool validation) const {
+    return validation ? *valid_examples_ : *train_examples_;
+  }
 
   std::unique_ptr<models::BpeTokenizer> tokenizer_;
-  std::unique_ptr<models::data::Dataset> train_;
-  std::unique_ptr<models::data::Dataset> valid_;
+  // Language models own their datasets; classifiers' datasets live in their example sets.
+  std::unique_ptr<models::data::Dataset> owned_train_, owned_valid_;
+  std::unique_ptr<models::data::ClassificationSet> train_examples_, valid_examples_;
+  const models::data::Dataset* train_ = nullptr;
+  const models::data::Dataset* valid_ = nullptr;
   std::unique_ptr<models::data::BatchIterator> train_iterator_;
   models::data::BatchOptions valid_options_;
 };
