@@ -225,6 +225,38 @@ TEST(JobSpecTest, ErrorsNameTheKeyAndLine) {
   }
 }
 
+// data.task sequence_classification and the example fields (docs/job-spec.md).
+TEST(JobSpecTest, SequenceClassificationKeys) {
+  const JobSpec spec = Parse(
+      "name: t\nmodel: {dir: m}\n"
+      "data: {task: sequence_classification, train: [q.tsv], text_field: question,\n"
+      "       pair_field: sentence, label_field: label, labels: [entailment, not_entailment]}\n");
+  EXPECT_EQ(spec.base.data.task, Task::kSequenceClassification);
+  EXPECT_EQ(spec.base.data.text_field, "question");
+  EXPECT_EQ(spec.base.data.pair_field, "sentence");
+  EXPECT_EQ(spec.base.data.label_field, "label");
+  EXPECT_EQ(spec.base.data.labels, (std::vector<std::string>{"entailment", "not_entailment"}));
+  EXPECT_EQ(Parse(kMinimal).base.data.task, Task::kCausalLm);
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"data: {task: regression, train: [a]}\n", "data.task (line 3): unknown value"},
+      {"data: {task: sequence_classification, train: [a], labels: yes}\n",
+       "data.labels (line 3): expected a list of strings"},
+      {"data: {task: sequence_classification, train: [a], labels: [[a]]}\n",
+       "data.labels[0] (line 3): expected a string"},
+      {"data: {train: [a], labels: [x, y]}\n",
+       "data.labels: only for data.task sequence_classification"},
+      {"data: {task: sequence_classification, train: [a], seq_length: 2}\n",
+       "data.seq_length: 2 cannot hold [CLS] text [SEP]"},
+  };
+  for (const auto& [yaml, expected] : cases) {
+    StatusOr<JobSpec> parsed = ParseJobSpec("name: t\nmodel: {dir: m}\n" + yaml);
+    ASSERT_FALSE(parsed.ok()) << yaml;
+    EXPECT_NE(parsed.status().message().find(expected), std::string::npos)
+        << yaml << " -> " << parsed.status().message();
+  }
+}
+
 TEST(JobSpecTest, RejectsBadStructure) {
   const std::pair<std::string, std::string> cases[] = {
       {"", "job spec: expected a mapping"},
@@ -375,6 +407,11 @@ JobSpec EveryFieldSet() {
   a.data.cache_dir = "";
   a.data.seq_length = 77;
   a.data.samples_per_epoch = 18446744073709551615u;
+  a.data.task = Task::kSequenceClassification;
+  a.data.text_field = "3";
+  a.data.pair_field = "second text";
+  a.data.label_field = "gold label";
+  a.data.labels = {"yes", "no", "true", ""};
   a.training.schedule = ScheduleKind::kOneFOneB;
   a.training.micro_batch_size = 3;
   a.training.micro_batches = 5;
@@ -507,6 +544,11 @@ void ExpectSameSpec(const JobSpec& x, const JobSpec& y) {
   EXPECT_EQ(a.data.cache_dir, b.data.cache_dir);
   EXPECT_EQ(a.data.seq_length, b.data.seq_length);
   EXPECT_EQ(a.data.samples_per_epoch, b.data.samples_per_epoch);
+  EXPECT_EQ(a.data.task, b.data.task);
+  EXPECT_EQ(a.data.text_field, b.data.text_field);
+  EXPECT_EQ(a.data.pair_field, b.data.pair_field);
+  EXPECT_EQ(a.data.label_field, b.data.label_field);
+  EXPECT_EQ(a.data.labels, b.data.labels);
   const CompressionSettings& c = a.compression;
   const CompressionSettings& d = b.compression;
   ExpectSameCodec(c.forward, d.forward, "forward");
