@@ -1,4 +1,5 @@
-// SumOverPipeline: adds one number over the stages of a replica along the pipeline links.
+// SumOverPipeline: adds one number (or a vector) over the stages of a replica along the pipeline
+// links.
 //
 // Global-norm gradient clipping needs Σ‖g‖² over every stage. The stages of a replica share no
 // group of their own (only adjacent pairs), so the partial sum travels down the chain and the
@@ -15,5 +16,12 @@ namespace geotrain::runtime {
 // `upstream` / `downstream` are the stage's pair links (null at the ends of the pipeline).
 StatusOr<double> SumOverPipeline(double local, net::Transport* upstream,
                                  net::Transport* downstream, net::Timeout timeout);
+
+// The same for a vector, in place: every stage ends with the element-wise total, bit for bit
+// the same on every stage (one order of additions, stage 0 first). The gradients of a tensor
+// every stage holds a copy of (DeBERTa's relative embeddings) add up this way. Every stage must
+// pass as many values.
+Status SumOverPipeline(Span<float> values, net::Transport* upstream, net::Transport* downstream,
+                       net::Timeout timeout);
 
 }  // namespace geotrain::runtime
