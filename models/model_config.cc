@@ -1,7 +1,10 @@
 #include "models/model_config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "models/file_contents.h"
 #include "models/strict_json.h"
@@ -42,6 +45,28 @@ class ConfigFields {
                                  uint64_t max_value) const {
     if (!Has(field)) return fallback;
     return RequiredSize(field, max_value);
+  }
+  // A size that may be 0 (a feature's absence, as deberta-v2's type_vocab_size).
+  StatusOr<int64_t> OptionalCount(const std::string& field, int64_t fallback,
+                                  uint64_t max_value) const {
+    if (!Has(field)) return fallback;
+    GEOTRAIN_ASSIGN_OR_RETURN(uint64_t value,
+                              JsonToUnsigned(root_[field], source_ + ": " + field, max_value));
+    return static_cast<int64_t>(value);
+  }
+  // An integer of either sign within +-kMaxDimension (settings where -1 means "default").
+  StatusOr<int64_t> OptionalInteger(const std::string& field, int64_t fallback) const {
+    if (!Has(field)) return fallback;
+    const json& value = root_[field];
+    if (!value.is_number_integer()) {
+      return Error(field, "expected an integer, got " + JsonKindName(value));
+    }
+    constexpr int64_t kLimit = static_cast<int64_t>(kMaxDimension);
+    const bool in_range = value.is_number_unsigned()
+                              ? value.get<uint64_t>() <= kMaxDimension
+                              : value.get<int64_t>() >= -kLimit && value.get<int64_t>() <= kLimit;
+    if (!in_range) return Error(field, value.dump() + " is out of range");
+    return value.get<int64_t>();
   }
   StatusOr<double> OptionalPositiveNumber(const std::string& field, double fallback) const {
     if (!Has(field)) return fallback;
@@ -405,6 +430,151 @@ Status ParseBert(const ConfigFields& fields, ModelConfig* config) {
   return ParseClassifierLabels(fields, config);
 }
 
+// A DeBERTa option that transformers reads as a "|"-separated string (lower-cased, each entry
+// stripped) or, for pos_att_type, also as a list of strings taken as they are.
+StatusOr<std::vector<std::string>> ParseDebertaList(const ConfigFields& fields,
+                                                    const std::string& field,
+                                                    const std::string& fallback) {
+  if (!fields.Has(field)) {
+    return fallback.empty() ? std::vector<std::string>() : std::vector<std::string>{fallback};
+  }
+  const json& value = fields[field];
+  std::vector<std::string> entries;
+  if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (!value[i].is_string()) {
+        return fields.Error(field + "[" + std::to_string(i) + "]",
+                            "expected a string, got " + JsonKindName(value[i]));
+      }
+      entries.push_back(value[i].get<std::string>());
+    }
+    return entries;
+  }
+  if (!value.is_string()) {
+    return fields.Error(field, "expected a string or a list of strings, got " +
+                                   JsonKindName(value));
+  }
+  std::string text = value.get<std::string>();
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  size_t begin = 0;
+  while (true) {
+    const size_t end = std::min(text.find('|', begin), text.size());
+    size_t first = begin, last = end;
+    while (first < last && is_space(text[first])) ++first;
+    while (last > first && is_space(text[last - 1])) --last;
+    entries.push_back(text.substr(first, last - first));
+    if (end == text.size()) break;
+    begin = end + 1;
+  }
+  return entries;
+}
+
+// DeBERTa-v2 and -v3 (DebertaV2ForSequenceClassification). transformers reads several settings
+// with getattr defaults rather than from DebertaV2Config's fields (position_buckets,
+// share_att_key, norm_rel_ebd, embedding_size, conv_kernel_size); their defaults here are those.
+Status ParseDebertaV2(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
+  config->num_kv_heads = config->num_heads;
+  GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
+                            HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
+  // deberta-v2-xlarge's attention_head_size is hidden / heads; any other would change every
+  // attention projection's width.
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      int64_t head_size,
+      fields.OptionalSize("attention_head_size", config->head_dim, kMaxDimension));
+  if (head_size != config->head_dim) {
+    return fields.Error("attention_head_size",
+                        std::to_string(head_size) + " is not supported (only hidden_size / "
+                        "num_attention_heads = " + std::to_string(config->head_dim) + ")");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
+                            fields.OptionalSize("max_position_embeddings", 512, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->type_vocab_size,
+                            fields.OptionalCount("type_vocab_size", 0, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->norm_eps,
+                            fields.OptionalPositiveNumber("layer_norm_eps", 1e-7));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->activation, ParseActivation(fields, "hidden_act", "gelu"));
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      config->embedding_dim,
+      fields.OptionalSize("embedding_size", config->hidden_size, kMaxDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(config->position_biased_input,
+                            fields.OptionalBool("position_biased_input", true));
+
+  GEOTRAIN_ASSIGN_OR_RETURN(config->relative_attention,
+                            fields.OptionalBool("relative_attention", false));
+  GEOTRAIN_ASSIGN_OR_RETURN(int64_t max_relative,
+                            fields.OptionalInteger("max_relative_positions", -1));
+  config->max_relative_positions = max_relative < 1 ? config->max_positions : max_relative;
+  GEOTRAIN_ASSIGN_OR_RETURN(int64_t buckets, fields.OptionalInteger("position_buckets", -1));
+  config->position_buckets = std::max<int64_t>(buckets, 0);
+  if (config->relative_attention && config->position_buckets > 0) {
+    // make_log_bucket_position divides by position_buckets / 2 and by
+    // log((max_relative_positions - 1) / (position_buckets / 2)): both must be positive.
+    if (config->position_buckets < 2) {
+      return fields.Error("position_buckets", std::to_string(buckets) +
+                                                  " is not supported (log buckets need >= 2)");
+    }
+    if (config->max_relative_positions - 1 <= config->position_buckets / 2) {
+      return fields.Error("max_relative_positions",
+                          std::to_string(config->max_relative_positions) +
+                              " must exceed position_buckets / 2 + 1 = " +
+                              std::to_string(config->position_buckets / 2 + 1));
+    }
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> attention_types,
+                            ParseDebertaList(fields, "pos_att_type", ""));
+  for (const std::string& type : attention_types) {
+    if (type == "c2p") {
+      config->attention_c2p = true;
+    } else if (type == "p2c") {
+      config->attention_p2c = true;
+    } else {
+      return fields.Error("pos_att_type", "\"" + type + "\" is not supported (c2p, p2c)");
+    }
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(config->share_attention_key,
+                            fields.OptionalBool("share_att_key", false));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> norms,
+                            ParseDebertaList(fields, "norm_rel_ebd", "none"));
+  for (const std::string& norm : norms) {
+    if (norm == "layer_norm") {
+      config->norm_relative_embeddings = true;
+    } else if (norm != "none") {
+      return fields.Error("norm_rel_ebd",
+                          "\"" + norm + "\" is not supported (layer_norm, none)");
+    }
+  }
+  // transformers creates deberta.encoder.LayerNorm for norm_rel_ebd even without relative
+  // attention, and never uses it: refused rather than carried as a tensor nothing trains.
+  if (config->norm_relative_embeddings && !config->relative_attention) {
+    return fields.Error("norm_rel_ebd",
+                        "\"layer_norm\" without relative_attention is not supported");
+  }
+  // deberta-v2-xlarge's convolution beside the first layer (ConvLayer) is not implemented.
+  GEOTRAIN_ASSIGN_OR_RETURN(int64_t conv_kernel, fields.OptionalInteger("conv_kernel_size", 0));
+  if (conv_kernel > 0) {
+    return fields.Error("conv_kernel_size", std::to_string(conv_kernel) +
+                                                " is not supported (no convolution layer)");
+  }
+  // The pooler is [pooler_hidden_size, pooler_hidden_size] on a hidden state, so any other size
+  // would not fit (transformers would fail too).
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      int64_t pooler_size,
+      fields.OptionalSize("pooler_hidden_size", config->hidden_size, kMaxDimension));
+  if (pooler_size != config->hidden_size) {
+    return fields.Error("pooler_hidden_size", std::to_string(pooler_size) +
+                                                  " is not supported (only hidden_size " +
+                                                  std::to_string(config->hidden_size) + ")");
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(config->pooler_activation,
+                            ParseActivation(fields, "pooler_hidden_act", "gelu"));
+  config->attention_bias = true;
+  config->mlp_bias = true;
+  config->tie_word_embeddings = false;  // a classifier has no LM head to tie
+  return ParseClassifierLabels(fields, config);
+}
+
 }  // namespace
 
 const char* ModelTypeName(ModelFamily family) {
@@ -423,6 +593,8 @@ const char* ModelTypeName(ModelFamily family) {
       return "gptj";
     case ModelFamily::kBert:
       return "bert";
+    case ModelFamily::kDebertaV2:
+      return "deberta-v2";
   }
   return "unknown";
 }
@@ -453,12 +625,15 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::strin
   } else if (model_type == "bert") {
     config.family = ModelFamily::kBert;
     GEOTRAIN_RETURN_IF_ERROR(ParseBert(fields, &config));
+  } else if (model_type == "deberta-v2") {
+    config.family = ModelFamily::kDebertaV2;
+    GEOTRAIN_RETURN_IF_ERROR(ParseDebertaV2(fields, &config));
   } else if (model_type.empty()) {
     return fields.Error("model_type", "missing");
   } else {
     return fields.Error("model_type", "\"" + model_type +
                                           "\" is not supported (gpt2, llama, qwen2, opt, "
-                                          "gpt_neox, gptj, bert)");
+                                          "gpt_neox, gptj, bert, deberta-v2)");
   }
   if (config.family != ModelFamily::kOpt) {  // OPT calls it init_std
     GEOTRAIN_ASSIGN_OR_RETURN(config.initializer_range,
@@ -502,14 +677,23 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   if (c.IsLlamaFamily() && c.head_dim % 2 != 0) {
     return InvalidArgument(source + ": head_dim: " + std::to_string(c.head_dim) + " is odd");
   }
-  if (c.family == ModelFamily::kOpt) {
+  if (c.family == ModelFamily::kOpt || c.family == ModelFamily::kDebertaV2) {
     GEOTRAIN_RETURN_IF_ERROR(positive("embedding_dim", c.embedding_dim));
   }
-  if ((c.family == ModelFamily::kBert) != c.IsClassifier() ||
-      (c.IsClassifier() && c.num_labels < 2)) {
+  if (c.IsEncoder() != c.IsClassifier() || (c.IsClassifier() && c.num_labels < 2)) {
     return InvalidArgument(source + ": num_labels: " + std::to_string(c.num_labels) +
-                           (c.family == ModelFamily::kBert ? " (a classifier needs >= 2)"
-                                                           : " (only encoders classify)"));
+                           (c.IsEncoder() ? " (a classifier needs >= 2)"
+                                          : " (only encoders classify)"));
+  }
+  if (c.family == ModelFamily::kDebertaV2 && c.relative_attention) {
+    GEOTRAIN_RETURN_IF_ERROR(positive("max_relative_positions", c.max_relative_positions));
+    if (c.position_buckets > 0 &&
+        (c.position_buckets < 2 || c.max_relative_positions - 1 <= c.position_buckets / 2)) {
+      return InvalidArgument(source + ": position_buckets: " +
+                             std::to_string(c.position_buckets) +
+                             " needs >= 2 buckets and max_relative_positions (" +
+                             std::to_string(c.max_relative_positions) + ") > buckets / 2 + 1");
+    }
   }
   if ((c.family == ModelFamily::kGptNeoX || c.family == ModelFamily::kGptJ) &&
       (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)) {
@@ -543,6 +727,22 @@ const char* ActivationName(Activation activation) {
   }
   return "unknown";
 }
+
+namespace {
+
+// id2label and label2id with transformers' default names: transformers counts the classes from
+// id2label.
+void AddClassifierLabels(int64_t num_labels, json* out) {
+  json id2label = json::object(), label2id = json::object();
+  for (int64_t i = 0; i < num_labels; ++i) {
+    id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
+    label2id["LABEL_" + std::to_string(i)] = i;
+  }
+  (*out)["id2label"] = id2label;
+  (*out)["label2id"] = label2id;
+}
+
+}  // namespace
 
 std::string ModelConfigToJson(const ModelConfig& c) {
   json out;
@@ -603,14 +803,34 @@ std::string ModelConfigToJson(const ModelConfig& c) {
     out["type_vocab_size"] = c.type_vocab_size;
     out["layer_norm_eps"] = c.norm_eps;
     out["hidden_act"] = ActivationName(c.activation);
-    // transformers counts the classes from id2label.
-    json id2label = json::object(), label2id = json::object();
-    for (int64_t i = 0; i < c.num_labels; ++i) {
-      id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
-      label2id["LABEL_" + std::to_string(i)] = i;
-    }
-    out["id2label"] = id2label;
-    out["label2id"] = label2id;
+    AddClassifierLabels(c.num_labels, &out);
+  } else if (c.family == ModelFamily::kDebertaV2) {
+    out["architectures"] = {"DebertaV2ForSequenceClassification"};
+    out["hidden_size"] = c.hidden_size;
+    out["intermediate_size"] = c.intermediate_size;
+    out["num_hidden_layers"] = c.num_layers;
+    out["num_attention_heads"] = c.num_heads;
+    out["max_position_embeddings"] = c.max_positions;
+    out["type_vocab_size"] = c.type_vocab_size;
+    out["layer_norm_eps"] = c.norm_eps;
+    out["hidden_act"] = ActivationName(c.activation);
+    // Spelled as transformers writes them when they are the defaults: no embedding_size, and -1
+    // for max_relative_positions = max_position_embeddings.
+    if (c.embedding_dim != c.hidden_size) out["embedding_size"] = c.embedding_dim;
+    out["position_biased_input"] = c.position_biased_input;
+    out["relative_attention"] = c.relative_attention;
+    out["max_relative_positions"] =
+        c.max_relative_positions == c.max_positions ? -1 : c.max_relative_positions;
+    out["position_buckets"] = c.position_buckets > 0 ? c.position_buckets : -1;
+    json types = json::array();
+    if (c.attention_p2c) types.push_back("p2c");
+    if (c.attention_c2p) types.push_back("c2p");
+    out["pos_att_type"] = types;
+    out["share_att_key"] = c.share_attention_key;
+    out["norm_rel_ebd"] = c.norm_relative_embeddings ? "layer_norm" : "none";
+    out["pooler_hidden_size"] = c.hidden_size;
+    out["pooler_hidden_act"] = ActivationName(c.pooler_activation);
+    AddClassifierLabels(c.num_labels, &out);
   } else if (c.family == ModelFamily::kGptJ) {
     out["architectures"] = {"GPTJForCausalLM"};
     out["n_embd"] = c.hidden_size;

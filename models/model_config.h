@@ -23,9 +23,11 @@ enum class ModelFamily {
   kGptNeoX,  // model_type "gpt_neox": parallel residual, partial rotary, fused per-head q|k|v
   kGptJ,     // model_type "gptj": one LayerNorm, parallel residual, interleaved partial rotary
   kBert,     // model_type "bert": post-LayerNorm encoder with a sequence-classification head
+  kDebertaV2,  // model_type "deberta-v2" (DeBERTa-v2 and -v3): disentangled relative attention
 };
 
-// "gpt2", "llama", "qwen2", "opt", "gpt_neox", "gptj", "bert": the config.json model_type.
+// "gpt2", "llama", "qwen2", "opt", "gpt_neox", "gptj", "bert", "deberta-v2": the config.json
+// model_type.
 const char* ModelTypeName(ModelFamily family);
 
 // The MLP's nonlinearity.
@@ -57,8 +59,9 @@ struct ModelConfig {
   double initializer_range = 0.02;  // std of the normal init (InitRandomModel)
   Activation activation = Activation::kGeluTanh;
   // Width of the token embeddings and of the LM head's input: opt's word_embed_proj_dim (its
-  // project_in / project_out map it to and from hidden_size when they differ); hidden_size for
-  // every other family.
+  // project_in / project_out map it to and from hidden_size when they differ); deberta-v2's
+  // embedding_size (its embed_proj maps the summed embeddings to hidden_size when they differ);
+  // hidden_size for every other family.
   int64_t embedding_dim = 0;
   // Dimensions of each head that rotary embeddings turn: head_dim for the Llama family,
   // head_dim * rotary_pct for gpt_neox, rotary_dim for gptj; 0 for learned positions.
@@ -66,21 +69,61 @@ struct ModelConfig {
   // gpt_neox's use_parallel_residual: x + attention(ln1(x)) + mlp(ln2(x)).
   bool parallel_residual = false;
   bool lm_head_bias = false;  // gptj's LM head has a bias
-  int64_t type_vocab_size = 0;  // bert: segment (token type) embeddings; 0 when none
+  int64_t type_vocab_size = 0;  // bert, deberta-v2: segment (token type) embeddings; 0 when none
   // Encoders: the classes of the sequence-classification head (len(id2label), or num_labels;
   // transformers' default 2). 0 for language models.
   int64_t num_labels = 0;
+  // The pooler's nonlinearity after its dense layer: deberta-v2's pooler_hidden_act (BERT's
+  // pooler is always tanh and does not read this).
+  Activation pooler_activation = Activation::kGelu;
+
+  // DeBERTa-v2's disentangled attention (model_type "deberta-v2"; unused by other families).
+  // Absolute position embeddings added to the token embeddings (position_biased_input; DeBERTa-v3
+  // has none and relies on relative positions alone).
+  bool position_biased_input = false;
+  // Relative-position terms in every attention, from the shared table
+  // deberta.encoder.rel_embeddings [2 * RelativeAttentionSpan(), hidden].
+  bool relative_attention = false;
+  // Relative distances are clamped to +-max_relative_positions (config.json's -1, or any value
+  // < 1, means max_position_embeddings: stored resolved); with log buckets, the distance at
+  // which the buckets reach their last one.
+  int64_t max_relative_positions = 0;
+  // Log-bucketed relative positions (make_log_bucket_position) when > 0; 0 when none
+  // (config.json's -1).
+  int64_t position_buckets = 0;
+  // pos_att_type: the content-to-position and position-to-content terms.
+  bool attention_c2p = false;
+  bool attention_p2c = false;
+  // share_att_key: the relative embeddings go through the content query_proj / key_proj rather
+  // than their own pos_query_proj / pos_key_proj.
+  bool share_attention_key = false;
+  // norm_rel_ebd "layer_norm": deberta.encoder.LayerNorm normalises the relative embeddings
+  // before every layer uses them.
+  bool norm_relative_embeddings = false;
 
   bool IsLlamaFamily() const {
     return family == ModelFamily::kLlama || family == ModelFamily::kQwen2;
   }
-  // The token embedding is followed by learned position embeddings (gpt2, opt, bert).
+  // The token embedding is followed by learned position embeddings (gpt2, opt, bert; deberta-v2
+  // with position_biased_input), which bound the sequence length by max_positions.
   bool HasLearnedPositions() const {
     return family == ModelFamily::kGpt2 || family == ModelFamily::kOpt ||
-           family == ModelFamily::kBert;
+           family == ModelFamily::kBert ||
+           (family == ModelFamily::kDebertaV2 && position_biased_input);
+  }
+  // A bidirectional encoder family (bert, deberta-v2): every such model is a classifier, and no
+  // other family is.
+  bool IsEncoder() const {
+    return family == ModelFamily::kBert || family == ModelFamily::kDebertaV2;
   }
   // A bidirectional encoder whose last stage classifies the sequence (logits [B, num_labels]).
   bool IsClassifier() const { return num_labels > 0; }
+  // DeBERTa's attention span: relative positions index [0, 2 * span) of the relative embeddings
+  // (position_buckets when bucketed, else max_relative_positions). 0 without relative attention.
+  int64_t RelativeAttentionSpan() const {
+    if (!relative_attention) return 0;
+    return position_buckets > 0 ? position_buckets : max_relative_positions;
+  }
 };
 
 // Parses config.json text; `source` names the file in errors, which also name the field:

@@ -205,6 +205,51 @@ void AddBertSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
   }
 }
 
+// The relative-position embeddings (and their LayerNorm) feed every layer's attention, so every
+// stage that holds a layer lists them and keeps its own copy; the copies' gradients add up to the
+// gradient of the one tensor of the unsplit model.
+void AddDebertaV2Specs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
+  const int64_t h = c.hidden_size;
+  const int64_t e = c.embedding_dim;
+  if (plan.is_first) {
+    out.Add("deberta.embeddings.word_embeddings.weight", {c.vocab_size, e}, TensorInit::kNormal);
+    if (c.position_biased_input) {
+      out.Add("deberta.embeddings.position_embeddings.weight", {c.max_positions, e},
+              TensorInit::kNormal);
+    }
+    if (c.type_vocab_size > 0) {
+      out.Add("deberta.embeddings.token_type_embeddings.weight", {c.type_vocab_size, e},
+              TensorInit::kNormal);
+    }
+    if (e != h) AddLinear(out, "deberta.embeddings.embed_proj", h, e, false);
+    AddLayerNorm(out, "deberta.embeddings.LayerNorm", h);
+  }
+  if (plan.last_layer > plan.first_layer && c.relative_attention) {
+    out.Add("deberta.encoder.rel_embeddings.weight", {2 * c.RelativeAttentionSpan(), h},
+            TensorInit::kNormal);
+    if (c.norm_relative_embeddings) AddLayerNorm(out, "deberta.encoder.LayerNorm", h);
+  }
+  for (int64_t layer = plan.first_layer; layer < plan.last_layer; ++layer) {
+    const std::string p = "deberta.encoder.layer." + std::to_string(layer) + ".";
+    AddLinear(out, p + "attention.self.query_proj", h, h, true);
+    AddLinear(out, p + "attention.self.key_proj", h, h, true);
+    AddLinear(out, p + "attention.self.value_proj", h, h, true);
+    if (c.relative_attention && !c.share_attention_key) {
+      if (c.attention_c2p) AddLinear(out, p + "attention.self.pos_key_proj", h, h, true);
+      if (c.attention_p2c) AddLinear(out, p + "attention.self.pos_query_proj", h, h, true);
+    }
+    AddLinear(out, p + "attention.output.dense", h, h, true);
+    AddLayerNorm(out, p + "attention.output.LayerNorm", h);
+    AddLinear(out, p + "intermediate.dense", c.intermediate_size, h, true);
+    AddLinear(out, p + "output.dense", h, c.intermediate_size, true);
+    AddLayerNorm(out, p + "output.LayerNorm", h);
+  }
+  if (plan.is_last) {
+    AddLinear(out, "pooler.dense", h, h, true);
+    AddLinear(out, "classifier", c.num_labels, h, true);
+  }
+}
+
 }  // namespace
 
 std::vector<TensorSpec> StageTensorSpecs(const ModelConfig& config, const StagePlan& plan) {
@@ -230,6 +275,9 @@ std::vector<TensorSpec> StageTensorSpecs(const ModelConfig& config, const StageP
     case ModelFamily::kBert:
       AddBertSpecs(config, plan, list);
       break;
+    case ModelFamily::kDebertaV2:
+      AddDebertaV2Specs(config, plan, list);
+      break;
   }
   return specs;
 }
@@ -252,6 +300,8 @@ std::string TokenEmbeddingName(const ModelConfig& config) {
       return "gpt_neox.embed_in.weight";
     case ModelFamily::kBert:
       return "bert.embeddings.word_embeddings.weight";
+    case ModelFamily::kDebertaV2:
+      return "deberta.embeddings.word_embeddings.weight";
   }
   return "";
 }

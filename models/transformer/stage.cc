@@ -5,6 +5,7 @@
 #include "models/model_layout.h"
 #include "models/safetensors_writer.h"
 #include "models/transformer/bert_family.h"
+#include "models/transformer/deberta_v2_family.h"
 #include "models/transformer/gpt2_family.h"
 #include "models/transformer/gpt_neox_family.h"
 #include "models/transformer/gptj_family.h"
@@ -31,6 +32,8 @@ StageParts MakeStageParts(const ModelConfig& config, const StagePlan& plan,
       return MakeGptJStageParts(config, plan, parameters);
     case ModelFamily::kBert:
       return MakeBertStageParts(config, plan, parameters);
+    case ModelFamily::kDebertaV2:
+      return MakeDebertaV2StageParts(config, plan, parameters);
   }
   return StageParts();
 }

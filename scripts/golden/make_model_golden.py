@@ -13,9 +13,10 @@ save_pretrained, as a user's checkpoint arrives. Next to it, reference.safetenso
                            (float64; transformers' own loss upcasts only to float32)
 
 The reference runs in float64 from the float32 weights stored in the checkpoint, with
-transformers' default attention (sdpa). transformers computes RMSNorm statistics and rotary angles
-in float32 whatever the model's dtype; for this float64 reference those two islands are widened to
-float64 (widened_float32_islands; float32 and 16-bit models compute exactly as before), so the
+transformers' default attention (sdpa; eager for GPT-J and DeBERTa, which have no other).
+transformers computes RMSNorm statistics, rotary angles and DeBERTa's attention scale in float32
+whatever the model's dtype; for this float64 reference those islands are widened to float64
+(widened_float32_islands; float32 and 16-bit models compute exactly as before), so the
 reference is the exact answer and the C++ float64 run must match it within 1e-9 - a check of the
 formulas themselves. The C++ float32 run is compared within 1e-4.
 The qwen2 checkpoint is saved in several shards (model.safetensors.index.json) so that sharded
@@ -33,7 +34,8 @@ import sys
 import torch
 from safetensors.torch import save_file
 import transformers
-from transformers import (BertConfig, BertForSequenceClassification, GPT2Config,
+from transformers import (BertConfig, BertForSequenceClassification, DebertaV2Config,
+                          DebertaV2ForSequenceClassification, GPT2Config,
                           GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
                           GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
                           OPTConfig, OPTForCausalLM, Qwen2Config, Qwen2ForCausalLM)
@@ -103,15 +105,52 @@ def classifiers():
            BertConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
                       intermediate_size=64, max_position_embeddings=64, vocab_size=256,
                       type_vocab_size=2, num_labels=3, layer_norm_eps=1e-12, pad_token_id=0))
+    # DeBERTa-v3 as its checkpoints are configured: relative attention with log buckets (8
+    # buckets: positions 5..11 apart fall into the log branch, bucket(11) = 6), both
+    # disentangled terms (c2p and p2c) through the shared query/key projections, LayerNorm on the
+    # relative embeddings, no absolute positions, no token types.
+    yield ("deberta_v2", DebertaV2ForSequenceClassification,
+           DebertaV2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                           intermediate_size=64, max_position_embeddings=64, vocab_size=256,
+                           relative_attention=True, position_buckets=8, max_relative_positions=-1,
+                           pos_att_type=["p2c", "c2p"], share_att_key=True,
+                           norm_rel_ebd="layer_norm", position_biased_input=False,
+                           type_vocab_size=0, num_labels=3, pad_token_id=0))
+    # DeBERTa-v2's options: its own pos_key_proj (share_att_key false) for c2p alone, no buckets
+    # and a span of 6 (positions further apart are clamped), absolute positions and token types
+    # added to 24-wide embeddings that embed_proj maps to the hidden size, no norm on the
+    # relative embeddings, other activations.
+    yield ("deberta_v2_variant", DebertaV2ForSequenceClassification,
+           DebertaV2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                           intermediate_size=48, max_position_embeddings=64, vocab_size=256,
+                           relative_attention=True, position_buckets=-1, max_relative_positions=6,
+                           pos_att_type=["c2p"], share_att_key=False, norm_rel_ebd="none",
+                           position_biased_input=True, embedding_size=24, type_vocab_size=2,
+                           hidden_act="gelu_new", pooler_hidden_act="relu", layer_norm_eps=1e-5,
+                           num_labels=2, pad_token_id=0))
+    # p2c alone through its own pos_query_proj, log buckets that reach past the span (6 buckets,
+    # max_relative_positions 10: positions 10 and 11 apart fall into bucket 6, one past the span
+    # of 6, and are clamped to the table's edge).
+    yield ("deberta_v2_p2c", DebertaV2ForSequenceClassification,
+           DebertaV2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=64, vocab_size=128,
+                           relative_attention=True, position_buckets=6, max_relative_positions=10,
+                           pos_att_type="p2c", share_att_key=False, norm_rel_ebd="layer_norm",
+                           position_biased_input=False, type_vocab_size=0, num_labels=4,
+                           pad_token_id=0))
 
 
 def make_classifier(name, model_class, config, seed):
     """Like make(), for a classifier: reference.safetensors holds input_ids, attention_mask
-    (the second sequence padded after 8 tokens), token_type_ids (sentence B from position 5),
-    labels [B], logits [B, num_labels] and the mean cross-entropy loss, in float64."""
+    (the second sequence padded after 8 tokens), token_type_ids (sentence B from position 5; only
+    when the model has token types: DeBERTa-v3 has none, and the C++ test then passes none),
+    labels [B], logits [B, num_labels] and the mean cross-entropy loss, in float64. The loss is
+    computed here from the float64 logits: DeBERTa's own casts the logits to float32 first."""
     torch.manual_seed(seed)
     model = model_class(config).float().eval()
-    randomize(model)
+    # LayerNorm weights near one in the classifiers after bert (whose golden predates this and
+    # keeps its values): DeBERTa's attention patterns are only visible with unit-size activations.
+    randomize(model, layer_norm_near_one=model_class is not BertForSequenceClassification)
     out_dir = os.path.join(OUT, name)
     shutil.rmtree(out_dir, ignore_errors=True)
     model.save_pretrained(out_dir)
@@ -120,34 +159,67 @@ def make_classifier(name, model_class, config, seed):
     attention_mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
     attention_mask[1, 8:] = 0
     input_ids[1, 8:] = config.pad_token_id
-    token_type_ids = torch.zeros(BATCH, SEQ, dtype=torch.int64)
-    token_type_ids[:, 5:] = 1
-    labels = torch.tensor([2, 0], dtype=torch.int64)
-    reloaded = model_class.from_pretrained(out_dir, attn_implementation="sdpa").eval()
-    inputs = dict(input_ids=input_ids, attention_mask=attention_mask,
-                  token_type_ids=token_type_ids)
+    labels = torch.tensor([min(2, config.num_labels - 1), 0], dtype=torch.int64)
+    # DeBERTa has only its own (eager) attention.
+    attention = "eager" if model_class is DebertaV2ForSequenceClassification else "sdpa"
+    reloaded = model_class.from_pretrained(out_dir, attn_implementation=attention).eval()
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask)
+    if config.type_vocab_size > 0:
+        token_type_ids = torch.zeros(BATCH, SEQ, dtype=torch.int64)
+        token_type_ids[:, 5:] = 1
+        inputs["token_type_ids"] = token_type_ids
+    if model_class is DebertaV2ForSequenceClassification:
+        check_deberta_buckets(config)
     with torch.no_grad():
         float32_logits = reloaded(**inputs).logits.double()
-        output = reloaded.double()(**inputs, labels=labels)
+        with widened_float32_islands():
+            assert torch.equal(reloaded(**inputs).logits.double(), float32_logits)
+            output = reloaded.double()(**inputs, labels=labels)
     logits = output.logits
+    loss = torch.nn.functional.cross_entropy(logits, labels)
+    assert abs(loss.item() - output.loss.item()) < 1e-5, (loss.item(), output.loss.item())
     save_file({
-        "input_ids": input_ids,
-        "attention_mask": attention_mask,
-        "token_type_ids": token_type_ids,
+        **inputs,
         "labels": labels,
         "logits": logits.contiguous(),
-        "loss": output.loss.reshape([]).contiguous(),
+        "loss": loss.reshape([]).contiguous(),
     }, os.path.join(out_dir, "reference.safetensors"),
         metadata={"source": f"make_model_golden.py, transformers {transformers.__version__}, "
                             f"torch {torch.__version__}"})
-    print(f"{name}: loss {output.loss.item():.6f}; logits {logits.tolist()}; transformers "
+    print(f"{name}: loss {loss.item():.6f}; logits {logits.tolist()}; transformers "
           f"float32 vs float64 max diff {(float32_logits - logits).abs().max().item():.2e}")
+
+
+def check_deberta_buckets(config):
+    """transformers computes DeBERTa's log buckets in float32 whatever the dtype (and so does
+    geotrain); they are integers, and for these configs float64 gives the same ones. Also checks
+    that the log branch is taken (some bucket differs from the plain relative position)."""
+    from transformers.models.deberta_v2 import modeling_deberta_v2
+    if not config.relative_attention or getattr(config, "position_buckets", -1) <= 0:
+        return
+    buckets = config.position_buckets
+    max_position = config.max_relative_positions
+    if max_position < 1:
+        max_position = config.max_position_embeddings
+    relative = torch.arange(-(SEQ - 1), SEQ, dtype=torch.int64)
+    in_float32 = modeling_deberta_v2.make_log_bucket_position(relative, buckets, max_position)
+    mid = buckets // 2
+    absolute = relative.abs().double()
+    log_pos = torch.ceil(torch.log(absolute.clamp(min=1) / mid) /
+                         torch.log(torch.tensor((max_position - 1) / mid, dtype=torch.float64)) *
+                         (mid - 1)) + mid
+    in_float64 = torch.where(absolute <= mid, relative.double(), log_pos * relative.sign())
+    assert torch.equal(in_float32.long(), in_float64.long()), (in_float32, in_float64)
+    assert not torch.equal(in_float32.long(), relative), "the log branch is never taken"
+    print(f"  buckets of relative positions {relative.tolist()}: {in_float32.long().tolist()}")
 
 
 @contextlib.contextmanager
 def widened_float32_islands():
-    """Computes RMSNorm statistics, rotary angles and GPT-J's attention scores in max(dtype,
-    float32), not always float32."""
+    """Computes RMSNorm statistics, rotary angles, GPT-J's attention scores and DeBERTa's
+    attention scale (sqrt(head_dim * (1 + len(pos_att_type))), a float32 tensor cast to the
+    dtype) in max(dtype, float32), not always float32."""
+    from transformers.models.deberta_v2 import modeling_deberta_v2
     from transformers.models.gpt_neox import modeling_gpt_neox
     from transformers.models.gptj import modeling_gptj
     from transformers.models.llama import modeling_llama
@@ -195,7 +267,12 @@ def widened_float32_islands():
         weights = torch.nn.functional.softmax(weights, dim=-1)
         return torch.matmul(weights, value), weights
 
+    def deberta_scaled_size_sqrt(query_layer, scale_factor):
+        dtype = torch.promote_types(query_layer.dtype, torch.float32)
+        return torch.sqrt(torch.tensor(query_layer.size(-1), dtype=dtype) * scale_factor)
+
     patched = [(modeling_gptj.GPTJAttention, "_get_embed_positions", gptj_embed_positions),
+               (modeling_deberta_v2, "scaled_size_sqrt", deberta_scaled_size_sqrt),
                (modeling_gptj.GPTJAttention, "_attn", gptj_attn),
                (modeling_gpt_neox.GPTNeoXRotaryEmbedding, "forward", rotary_forward)]
     for module, prefix in ((modeling_llama, "Llama"), (modeling_qwen2, "Qwen2")):
@@ -211,13 +288,15 @@ def widened_float32_islands():
             setattr(cls, name, original)
 
 
-def randomize(model):
-    """Values far from the default init, so a wrong bias, norm or rotation shows in the logits."""
+def randomize(model, layer_norm_near_one=False):
+    """Values far from the default init, so a wrong bias, norm or rotation shows in the logits.
+    Norm weights are near one; BERT's "LayerNorm.weight" too only with layer_norm_near_one."""
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if name.endswith(".bias"):
                 parameter.copy_(0.1 * torch.randn_like(parameter))
-            elif name.endswith("norm.weight") or ".ln_" in name:
+            elif (name.endswith("norm.weight") or ".ln_" in name or
+                  (layer_norm_near_one and name.endswith("LayerNorm.weight"))):
                 parameter.copy_(1.0 + 0.2 * torch.randn_like(parameter))
             else:
                 parameter.copy_(0.15 * torch.randn_like(parameter))

@@ -206,6 +206,145 @@ TEST(ModelConfigTest, BertClassifier) {
                    "(single_label_classification)");
 }
 
+json DebertaJson() {
+  return json{{"model_type", "deberta-v2"},   {"hidden_size", 64},
+              {"intermediate_size", 256},     {"num_hidden_layers", 2},
+              {"num_attention_heads", 4},     {"vocab_size", 100}};
+}
+
+// DeBERTa-v2/v3 as transformers writes DebertaV2ForSequenceClassification, with DebertaV2Config's
+// defaults (and the getattr defaults of the settings the config class does not declare).
+TEST(ModelConfigTest, DebertaV2Classifier) {
+  const StatusOr<ModelConfig> golden =
+      LoadModelConfig(kSourceDir + "/tests/golden/models/deberta_v2");
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  EXPECT_EQ(golden->family, ModelFamily::kDebertaV2);
+  EXPECT_TRUE(golden->IsEncoder());
+  EXPECT_TRUE(golden->IsClassifier());
+  EXPECT_EQ(golden->num_labels, 3);
+  EXPECT_EQ(golden->type_vocab_size, 0);
+  EXPECT_DOUBLE_EQ(golden->norm_eps, 1e-7);
+  EXPECT_TRUE(golden->relative_attention);
+  EXPECT_EQ(golden->max_relative_positions, 64);  // -1: max_position_embeddings
+  EXPECT_EQ(golden->position_buckets, 8);
+  EXPECT_EQ(golden->RelativeAttentionSpan(), 8);
+  EXPECT_TRUE(golden->attention_c2p);
+  EXPECT_TRUE(golden->attention_p2c);
+  EXPECT_TRUE(golden->share_attention_key);
+  EXPECT_TRUE(golden->norm_relative_embeddings);
+  EXPECT_FALSE(golden->position_biased_input);
+  EXPECT_FALSE(golden->HasLearnedPositions());
+  EXPECT_EQ(golden->embedding_dim, 32);
+  EXPECT_EQ(golden->pooler_activation, Activation::kGelu);
+  EXPECT_FALSE(golden->tie_word_embeddings);
+
+  const StatusOr<ModelConfig> variant =
+      LoadModelConfig(kSourceDir + "/tests/golden/models/deberta_v2_variant");
+  ASSERT_TRUE(variant.ok()) << variant.status().ToString();
+  EXPECT_EQ(variant->num_labels, 2);
+  EXPECT_EQ(variant->embedding_dim, 24);
+  EXPECT_EQ(variant->type_vocab_size, 2);
+  EXPECT_TRUE(variant->position_biased_input);
+  EXPECT_TRUE(variant->HasLearnedPositions());
+  EXPECT_EQ(variant->position_buckets, 0);  // -1
+  EXPECT_EQ(variant->RelativeAttentionSpan(), 6);
+  EXPECT_TRUE(variant->attention_c2p);
+  EXPECT_FALSE(variant->attention_p2c);
+  EXPECT_FALSE(variant->share_attention_key);
+  EXPECT_FALSE(variant->norm_relative_embeddings);
+  EXPECT_EQ(variant->activation, Activation::kGeluTanh);
+  EXPECT_EQ(variant->pooler_activation, Activation::kRelu);
+
+  const StatusOr<ModelConfig> defaults = ParseModelConfig(DebertaJson().dump(), "config.json");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->num_labels, 2);
+  EXPECT_EQ(defaults->max_positions, 512);
+  EXPECT_EQ(defaults->type_vocab_size, 0);
+  EXPECT_DOUBLE_EQ(defaults->norm_eps, 1e-7);
+  EXPECT_EQ(defaults->activation, Activation::kGelu);
+  EXPECT_FALSE(defaults->relative_attention);  // DebertaV2Config's default
+  EXPECT_EQ(defaults->RelativeAttentionSpan(), 0);
+  EXPECT_EQ(defaults->max_relative_positions, 512);
+  EXPECT_EQ(defaults->position_buckets, 0);
+  EXPECT_FALSE(defaults->attention_c2p);
+  EXPECT_FALSE(defaults->attention_p2c);
+  EXPECT_FALSE(defaults->share_attention_key);
+  EXPECT_FALSE(defaults->norm_relative_embeddings);
+  EXPECT_TRUE(defaults->position_biased_input);
+  EXPECT_EQ(defaults->embedding_dim, 64);
+  EXPECT_EQ(defaults->pooler_activation, Activation::kGelu);
+
+  // DeBERTa-v3's own files spell pos_att_type and norm_rel_ebd as "|"-separated strings, which
+  // transformers lower-cases and strips.
+  json v3 = DebertaJson();
+  v3["relative_attention"] = true;
+  v3["position_buckets"] = 256;
+  v3["pos_att_type"] = "P2C | c2p";
+  v3["norm_rel_ebd"] = "layer_norm";
+  v3["max_relative_positions"] = -1;
+  v3["pooler_hidden_size"] = 64;
+  v3["conv_kernel_size"] = 0;
+  const StatusOr<ModelConfig> parsed = ParseModelConfig(v3.dump(), "config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(parsed->attention_c2p);
+  EXPECT_TRUE(parsed->attention_p2c);
+  EXPECT_TRUE(parsed->norm_relative_embeddings);
+  EXPECT_EQ(parsed->RelativeAttentionSpan(), 256);
+
+  json bad = v3;
+  bad["conv_kernel_size"] = 3;
+  ExpectError(bad, "config.json: conv_kernel_size: 3 is not supported (no convolution layer)");
+  bad = v3;
+  bad["pooler_hidden_size"] = 32;
+  ExpectError(bad, "config.json: pooler_hidden_size: 32 is not supported (only hidden_size 64)");
+  bad = v3;
+  bad["pos_att_type"] = {"c2p", "p2p"};
+  ExpectError(bad, "config.json: pos_att_type: \"p2p\" is not supported (c2p, p2c)");
+  bad = v3;
+  bad["pos_att_type"] = "p2c|c2p|p2p";
+  ExpectError(bad, "config.json: pos_att_type: \"p2p\" is not supported (c2p, p2c)");
+  bad = v3;
+  bad["pos_att_type"] = {"c2p", 1};
+  ExpectError(bad, "config.json: pos_att_type[1]: expected a string, got an integer");
+  bad = v3;
+  bad["norm_rel_ebd"] = "batch_norm";
+  ExpectError(bad, "config.json: norm_rel_ebd: \"batch_norm\" is not supported (layer_norm, "
+                   "none)");
+  bad = v3;
+  bad["relative_attention"] = false;
+  ExpectError(bad, "config.json: norm_rel_ebd: \"layer_norm\" without relative_attention is not "
+                   "supported");
+  bad = v3;
+  bad["attention_head_size"] = 8;
+  ExpectError(bad, "config.json: attention_head_size: 8 is not supported (only hidden_size / "
+                   "num_attention_heads = 16)");
+  bad = v3;
+  bad["position_buckets"] = 1;
+  ExpectError(bad, "config.json: position_buckets: 1 is not supported (log buckets need >= 2)");
+  bad = v3;
+  bad["position_buckets"] = 8;
+  bad["max_relative_positions"] = 5;
+  ExpectError(bad, "config.json: max_relative_positions: 5 must exceed position_buckets / 2 + 1 "
+                   "= 5");
+  bad = v3;
+  bad["max_relative_positions"] = "512";
+  ExpectError(bad, "config.json: max_relative_positions: expected an integer, got a string");
+  bad = v3;
+  bad["pooler_hidden_act"] = "tanh";
+  ExpectError(bad, "config.json: pooler_hidden_act: \"tanh\" is not supported (gelu, gelu_new, "
+                   "gelu_pytorch_tanh, relu)");
+  bad = v3;
+  bad["num_labels"] = 1;
+  ExpectError(bad, "config.json: num_labels: 1 (regression) is not supported; classification "
+                   "needs >= 2");
+
+  // A hand-built DeBERTa config must classify, like BERT's.
+  ModelConfig unlabelled = *defaults;
+  unlabelled.num_labels = 0;
+  EXPECT_EQ(ValidateModelConfig(unlabelled, "model config").message(),
+            "model config: num_labels: 0 (a classifier needs >= 2)");
+}
+
 TEST(ModelConfigTest, BundledPresets) {
   for (const char* preset : {"gpt2-tiny", "llama-tiny", "opt-tiny", "gpt-neox-tiny", "gptj-tiny"}) {
     const StatusOr<ModelConfig> c = LoadModelConfig(kSourceDir + "/examples/models/" + preset);
@@ -291,7 +430,7 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
   config = LlamaJson();
   config["model_type"] = "mistral";
   ExpectError(config, "config.json: model_type: \"mistral\" is not supported (gpt2, llama, qwen2, "
-                      "opt, gpt_neox, gptj, bert)");
+                      "opt, gpt_neox, gptj, bert, deberta-v2)");
 
   config = LlamaJson();
   config.erase("model_type");
@@ -316,8 +455,9 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
   json gpt2 = Gpt2Json();
   gpt2["n_inner"] = 100;
   gpt2["tie_word_embeddings"] = false;
-  std::vector<json> originals = {Gpt2Json(), gpt2, LlamaJson(), llama, qwen2};
-  for (const char* golden : {"opt", "gpt_neox", "gpt_neox_variant", "gptj", "bert"}) {
+  std::vector<json> originals = {Gpt2Json(), gpt2, LlamaJson(), llama, qwen2, DebertaJson()};
+  for (const char* golden : {"opt", "gpt_neox", "gpt_neox_variant", "gptj", "bert", "deberta_v2",
+                             "deberta_v2_variant", "deberta_v2_p2c"}) {
     std::ifstream file(kSourceDir + "/tests/golden/models/" + golden + "/config.json");
     originals.push_back(json::parse(file));
   }
@@ -349,6 +489,15 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
     EXPECT_EQ(second->initializer_range, first->initializer_range);
     EXPECT_EQ(second->type_vocab_size, first->type_vocab_size);
     EXPECT_EQ(second->num_labels, first->num_labels);
+    EXPECT_EQ(second->pooler_activation, first->pooler_activation);
+    EXPECT_EQ(second->position_biased_input, first->position_biased_input);
+    EXPECT_EQ(second->relative_attention, first->relative_attention);
+    EXPECT_EQ(second->max_relative_positions, first->max_relative_positions);
+    EXPECT_EQ(second->position_buckets, first->position_buckets);
+    EXPECT_EQ(second->attention_c2p, first->attention_c2p);
+    EXPECT_EQ(second->attention_p2c, first->attention_p2c);
+    EXPECT_EQ(second->share_attention_key, first->share_attention_key);
+    EXPECT_EQ(second->norm_relative_embeddings, first->norm_relative_embeddings);
   }
 }
 
