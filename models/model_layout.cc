@@ -225,6 +225,7 @@ void AddDebertaV2Specs(const ModelConfig& c, const StagePlan& plan, SpecList& ou
     AddLayerNorm(out, "deberta.embeddings.LayerNorm", h);
   }
   if (plan.last_layer > plan.first_layer && c.relative_attention) {
+    // PipelineSharedTensorNames lists these.
     out.Add("deberta.encoder.rel_embeddings.weight", {2 * c.RelativeAttentionSpan(), h},
             TensorInit::kNormal);
     if (c.norm_relative_embeddings) AddLayerNorm(out, "deberta.encoder.LayerNorm", h);
@@ -304,6 +305,16 @@ std::string TokenEmbeddingName(const ModelConfig& config) {
       return "deberta.embeddings.word_embeddings.weight";
   }
   return "";
+}
+
+std::vector<std::string> PipelineSharedTensorNames(const ModelConfig& config) {
+  if (config.family != ModelFamily::kDebertaV2 || !config.relative_attention) return {};
+  std::vector<std::string> names = {"deberta.encoder.rel_embeddings.weight"};
+  if (config.norm_relative_embeddings) {
+    names.push_back("deberta.encoder.LayerNorm.weight");
+    names.push_back("deberta.encoder.LayerNorm.bias");
+  }
+  return names;
 }
 
 }  // namespace geotrain::models

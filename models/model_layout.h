@@ -41,4 +41,9 @@ std::vector<TensorSpec> ModelTensorSpecs(const ModelConfig& config);
 // The token embedding matrix's name ("transformer.wte.weight", "model.embed_tokens.weight").
 std::string TokenEmbeddingName(const ModelConfig& config);
 
+// Tensors that every stage holding a layer keeps its own copy of, because every layer reads them
+// (DeBERTa's relative embeddings and their LayerNorm); empty for other models. A pipeline sums
+// their gradients over the stages, so the copies stay equal and get the unsplit gradient.
+std::vector<std::string> PipelineSharedTensorNames(const ModelConfig& config);
+
 }  // namespace geotrain::models

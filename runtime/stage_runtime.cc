@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "compression/delta_codec.h"
@@ -120,6 +121,21 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
       runtime->decoder_ = MakeAutoencoderDecoder(config.hidden_size, dim,
                                                  assignment.training.seed, s - 1, dtype);
       runtime->parameters_.push_back(*runtime->decoder_);
+    }
+  }
+
+  if (num_stages > 1) {
+    for (const std::string& name : models::PipelineSharedTensorNames(config)) {
+      const auto& held = runtime->stage_->Parameters();
+      const auto it = std::find_if(held.begin(), held.end(),
+                                   [&](const models::NamedParameter& p) { return p.name == name; });
+      if (it == held.end()) {
+        return InvalidArgument("model.layers: stage " + std::to_string(s) +
+                               " holds no layer, but every stage of a pipelined " +
+                               models::ModelTypeName(config.family) + " model needs one (" +
+                               name + " is shared by every layer and summed over the stages)");
+      }
+      runtime->pipeline_shared_.push_back(*it);
     }
   }
 
@@ -523,17 +539,45 @@ Status StageRuntime::FlushSends() {
 }
 
 double StageRuntime::LocalSquaredNorm() const {
-  // The last stage's copy of a tied embedding holds the same gradient as the first stage's after
-  // the sync: count it once.
-  if (!tied_embedding_sync_ || !assignment_.is_last_stage() || assignment_.is_first_stage()) {
-    return SquaredGradNorm(parameters_);
+  // Copies that hold the same gradient after their sync count once: a tied embedding on the
+  // first stage, the pipeline-shared tensors on stage 0.
+  std::set<std::string> copies;
+  if (tied_embedding_sync_ && assignment_.is_last_stage() && !assignment_.is_first_stage()) {
+    copies.insert(models::TokenEmbeddingName(stage_->config()));
   }
-  const std::string name = models::TokenEmbeddingName(stage_->config());
+  if (!assignment_.is_first_stage()) {
+    for (const models::NamedParameter& p : pipeline_shared_) copies.insert(p.name);
+  }
+  if (copies.empty()) return SquaredGradNorm(parameters_);
   std::vector<models::NamedParameter> counted;
   for (const models::NamedParameter& p : parameters_) {
-    if (p.name != name) counted.push_back(p);
+    if (copies.count(p.name) == 0) counted.push_back(p);
   }
   return SquaredGradNorm(counted);
+}
+
+Status StageRuntime::SumSharedGradients() {
+  std::vector<at::Tensor> grads;
+  for (const models::NamedParameter& p : pipeline_shared_) {
+    grads.push_back(p.tensor.grad().defined() ? p.tensor.grad().to(at::kFloat).flatten()
+                                              : at::zeros({p.tensor.numel()}, at::kFloat));
+  }
+  at::Tensor flat = at::cat(grads).contiguous();
+  GEOTRAIN_RETURN_IF_ERROR(SumOverPipeline(
+      Span<float>(flat.data_ptr<float>(), static_cast<size_t>(flat.numel())),
+      links_.upstream.get(), links_.downstream.get(), timeout()));
+  int64_t offset = 0;
+  for (const models::NamedParameter& p : pipeline_shared_) {
+    const at::Tensor total = flat.narrow(0, offset, p.tensor.numel()).view(p.tensor.sizes());
+    // In place: the data-parallel sync may hold views of the gradients.
+    if (p.tensor.grad().defined()) {
+      p.tensor.mutable_grad().copy_(total);
+    } else {
+      p.tensor.mutable_grad() = total.to(p.tensor.scalar_type()).clone();
+    }
+    offset += p.tensor.numel();
+  }
+  return OkStatus();
 }
 
 Status StageRuntime::SynchronizeGradients(StepResult* result) {
@@ -561,6 +605,10 @@ Status StageRuntime::SynchronizeGradients(StepResult* result) {
       embedding_traffic_.raw_bytes += sent;
       embedding_traffic_.wire_bytes += sent;
     }
+  }
+  if (!pipeline_shared_.empty()) {
+    GEOTRAIN_RETURN_IF_ERROR(SumSharedGradients().WithContext(
+        "summing the gradients of the tensors every stage holds over the pipeline"));
   }
   GEOTRAIN_RETURN_IF_ERROR(data_parallel_->BeforeClip(step_, compress).WithContext(DataParallelErrorContext()));
   auto total = SumOverPipeline(LocalSquaredNorm(), links_.upstream.get(), links_.downstream.get(),

@@ -185,6 +185,8 @@ class StageRuntime {
   // The tied embedding copy of this stage, when it takes part in embedding sync.
   const at::Tensor* TiedEmbedding() const;
   double LocalSquaredNorm() const;
+  // Adds the gradients of pipeline_shared_ over the stages (models::PipelineSharedTensorNames).
+  Status SumSharedGradients();
 
   StageAssignment assignment_;
   StageLinks links_;
@@ -203,6 +205,9 @@ class StageRuntime {
   std::unique_ptr<TraceWriter> trace_;
   std::vector<PipelineOp> schedule_;
   bool tied_embedding_sync_ = false;
+  // Tensors every stage keeps a copy of (DeBERTa's relative embeddings), when the pipeline has
+  // more than one stage: their gradients are summed over it each step.
+  std::vector<models::NamedParameter> pipeline_shared_;
   std::unique_ptr<CompressedEmbeddingSync> compressed_embedding_;  // compress_embedding_sync only
   int64_t warmup_steps_ = 0;  // compression warm-up in steps (steps and epochs combined)
   DataParallelTraffic dp_traffic_reported_;  // traffic() when the last step ended
