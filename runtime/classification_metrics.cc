@@ -21,9 +21,9 @@ ClassificationMetrics ConfusionCounts::Metrics() const {
   metrics.accuracy = correct / total;
 
   const auto f1_of = [&](int64_t k) {
-    const double tp = At(k, k);
-    const double denominator = true_of[static_cast<size_t>(k)] + predicted_as[static_cast<size_t>(k)];
-    return denominator == 0 ? 0.0 : 2 * tp / denominator;
+    const size_t i = static_cast<size_t>(k);
+    const double denominator = true_of[i] + predicted_as[i];
+    return denominator == 0 ? 0.0 : 2 * At(k, k) / denominator;
   };
   if (n == 2) {
     metrics.f1 = f1_of(1);

@@ -30,7 +30,7 @@ struct SpecialTokens {
   uint32_t cls = 0, sep = 0, pad = 0;
 };
 
-StatusOr<SpecialTokens> FindSpecialTokens(const BpeTokenizer& tokenizer) {
+StatusOr<SpecialTokens> FindSpecialTokens(const Tokenizer& tokenizer) {
   const auto id = [&](std::initializer_list<const char*> names) -> std::optional<uint32_t> {
     for (const char* name : names) {
       if (std::optional<int32_t> found = tokenizer.TokenId(name)) return *found;
@@ -89,8 +89,8 @@ class ExampleReader {
   }
 
   StatusOr<RawExample> FromJson(size_t line, std::string_view text) const {
-    GEOTRAIN_ASSIGN_OR_RETURN(json object,
-                              ParseStrictJson(std::string(text), path_ + ":" + std::to_string(line)));
+    const std::string where = path_ + ":" + std::to_string(line);
+    GEOTRAIN_ASSIGN_OR_RETURN(json object, ParseStrictJson(std::string(text), where));
     if (!object.is_object()) return Error(line, "(line)", "expected a JSON object");
     RawExample example;
     const auto string_field = [&](const std::string& field, std::string* out) -> Status {
@@ -219,7 +219,7 @@ StatusOr<ClassificationExample> ClassificationSet::Example(uint64_t sample_id) c
 }
 
 StatusOr<std::unique_ptr<ClassificationSet>> OpenClassificationSet(
-    const ClassificationOptions& options, const BpeTokenizer& tokenizer) {
+    const ClassificationOptions& options, const Tokenizer& tokenizer) {
   if (options.seq_length < 3 || options.num_labels < 2 || options.text_field.empty() ||
       options.label_field.empty()) {
     return InvalidArgument("classification data: seq_length " +

@@ -69,7 +69,9 @@ class TokenEmbedding final : public StageInput {
 class LayerNormHead final : public StageOutput {
  public:
   LayerNormHead(LayerNorm norm, Linear head) : norm_(std::move(norm)), head_(std::move(head)) {}
-  at::Tensor Forward(const at::Tensor& hidden, const SequenceContext&) const override { return head_(norm_(hidden)); }
+  at::Tensor Forward(const at::Tensor& hidden, const SequenceContext&) const override {
+    return head_(norm_(hidden));
+  }
 
  private:
   LayerNorm norm_;

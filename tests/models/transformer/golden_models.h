@@ -20,8 +20,8 @@ namespace geotrain::models::testing {
 
 // The golden checkpoints, one per family variant.
 inline const std::vector<std::string>& GoldenModelNames() {
-  static const std::vector<std::string> names = {"gpt2",     "llama",           "llama_variant", "qwen2",
-                                                 "opt",      "gpt_neox",        "gpt_neox_variant", "gptj"};
+  static const std::vector<std::string> names = {"gpt2", "llama",    "llama_variant",    "qwen2",
+                                                 "opt",  "gpt_neox", "gpt_neox_variant", "gptj"};
   return names;
 }
 
