@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   CLI::App* tokenize_cmd =
       app.add_subcommand("tokenize", "UTF-8 text on stdin -> token ids as a JSON array");
   tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer_dir,
-                           "directory with tokenizer.json, or vocab.json + merges.txt")
+                           "directory with tokenizer.json, vocab.json + merges.txt, or vocab.txt")
       ->required();
 
   EvalOptions eval;

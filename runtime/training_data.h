@@ -21,7 +21,7 @@
 #include "models/data/batch_iterator.h"
 #include "models/data/classification_set.h"
 #include "models/data/dataset.h"
-#include "models/tokenizer/bpe_tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 #include "models/transformer/stage_parts.h"
 #include "runtime/stage_assignment.h"
 
@@ -63,7 +63,7 @@ class TrainingData {
     return validation ? *valid_examples_ : *train_examples_;
   }
 
-  std::unique_ptr<models::BpeTokenizer> tokenizer_;
+  std::unique_ptr<models::Tokenizer> tokenizer_;
   // Language models own their datasets; classifiers' datasets live in their example sets.
   std::unique_ptr<models::data::Dataset> owned_train_, owned_valid_;
   std::unique_ptr<models::data::ClassificationSet> train_examples_, valid_examples_;

@@ -28,7 +28,7 @@
 #include "common/status.h"
 #include "models/data/dataset.h"
 #include "models/data/weighted_source_list.h"
-#include "models/tokenizer/bpe_tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace geotrain::models::data {
 
@@ -60,7 +60,7 @@ class ClassificationSet {
 
  private:
   friend StatusOr<std::unique_ptr<ClassificationSet>> OpenClassificationSet(
-      const ClassificationOptions&, const BpeTokenizer&);
+      const ClassificationOptions&, const Tokenizer&);
   ClassificationSet() = default;
 
   std::unique_ptr<Dataset> dataset_;
@@ -69,6 +69,6 @@ class ClassificationSet {
 };
 
 StatusOr<std::unique_ptr<ClassificationSet>> OpenClassificationSet(
-    const ClassificationOptions& options, const BpeTokenizer& tokenizer);
+    const ClassificationOptions& options, const Tokenizer& tokenizer);
 
 }  // namespace geotrain::models::data

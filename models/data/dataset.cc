@@ -6,7 +6,7 @@
 namespace geotrain::models::data {
 
 StatusOr<std::unique_ptr<Dataset>> OpenDataset(const DataOptions& options,
-                                               const BpeTokenizer& tokenizer) {
+                                               const Tokenizer& tokenizer) {
   if (options.seq_length <= 0) {
     return InvalidArgument("data options: seq_length " + std::to_string(options.seq_length) +
                            " must be > 0");

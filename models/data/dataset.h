@@ -20,7 +20,7 @@
 #include "common/status.h"
 #include "models/data/tokenized_source.h"
 #include "models/data/weighted_source_list.h"
-#include "models/tokenizer/bpe_tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace geotrain::models::data {
 
@@ -50,7 +50,7 @@ class Dataset {
   StatusOr<Span<const uint32_t>> Block(uint64_t sample_id) const;
 
  private:
-  friend StatusOr<std::unique_ptr<Dataset>> OpenDataset(const DataOptions&, const BpeTokenizer&);
+  friend StatusOr<std::unique_ptr<Dataset>> OpenDataset(const DataOptions&, const Tokenizer&);
   friend StatusOr<std::unique_ptr<Dataset>> DatasetOfRows(
       std::vector<std::unique_ptr<TokenizedSource>>, std::vector<double>, int64_t);
   Dataset() = default;
@@ -65,7 +65,7 @@ class Dataset {
 // Errors: invalid options (named), a source that cannot be read or parsed (named by
 // tokenized_source.h), a source too short for one block (named, with its token count).
 StatusOr<std::unique_ptr<Dataset>> OpenDataset(const DataOptions& options,
-                                               const BpeTokenizer& tokenizer);
+                                               const Tokenizer& tokenizer);
 
 // A dataset whose blocks are given: each source's ids are whole rows of seq_length (a
 // classification set's examples, padded), weighted by `weights` (normalised here). Errors: no

@@ -41,7 +41,7 @@ std::string CacheFilePath(const std::string& path, const std::string& cache_dir)
 
 std::vector<uint32_t> Tokenize(std::string_view contents, const std::string& path,
                                SourceFormat format, const SourceTokenizeOptions& options,
-                               const BpeTokenizer& tokenizer, Status* status) {
+                               const Tokenizer& tokenizer, Status* status) {
   std::vector<uint32_t> tokens;
   *status =
       ForEachDocument(contents, path, format, options.jsonl_field, [&](std::string_view document) {
@@ -56,7 +56,7 @@ std::vector<uint32_t> Tokenize(std::string_view contents, const std::string& pat
 }  // namespace
 
 StatusOr<std::unique_ptr<TokenizedSource>> TokenizedSource::Load(
-    const std::string& path, const SourceTokenizeOptions& options, const BpeTokenizer& tokenizer) {
+    const std::string& path, const SourceTokenizeOptions& options, const Tokenizer& tokenizer) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;

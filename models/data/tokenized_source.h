@@ -2,7 +2,7 @@
 // it is current, else tokenized now (and cached).
 //
 // The stream is the file's documents (source_documents.h) in file order, each encoded with
-// BpeTokenizer::EncodeOrdinary and followed by the end-of-text id (GPT-2: <|endoftext|>, 50256).
+// Tokenizer::EncodeOrdinary and followed by the end-of-text id (GPT-2: <|endoftext|>, 50256).
 // So consecutive documents are separated by end-of-text, as in GPT-2's training data, and a
 // block that spans two documents shows the model where one ends. EncodeOrdinary rather than
 // Encode: a corpus that contains the text "<|endoftext|>" must not inject control tokens.
@@ -25,7 +25,7 @@
 #include "common/span.h"
 #include "common/status.h"
 #include "models/data/token_cache_file.h"
-#include "models/tokenizer/bpe_tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace geotrain::models::data {
 
@@ -41,7 +41,7 @@ class TokenizedSource {
   // Errors name `path` (and for jsonl its line and field).
   static StatusOr<std::unique_ptr<TokenizedSource>> Load(const std::string& path,
                                                          const SourceTokenizeOptions& options,
-                                                         const BpeTokenizer& tokenizer);
+                                                         const Tokenizer& tokenizer);
 
   // Ids made elsewhere (a classification set's padded example rows), named `path` in errors.
   static std::unique_ptr<TokenizedSource> FromTokens(std::string path,

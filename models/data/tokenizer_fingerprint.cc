@@ -7,10 +7,17 @@
 
 namespace geotrain::models::data {
 
-uint64_t TokenizerFingerprint(const BpeTokenizer& tokenizer) {
+uint64_t TokenizerFingerprint(const Tokenizer& tokenizer) {
   ContentFingerprint fingerprint;
   fingerprint.Update("geotrain tokenizer fingerprint v1");
   fingerprint.UpdateU64(static_cast<uint64_t>(tokenizer.vocab_size()));
+  // Only when there is one, so that BPE fingerprints (and their caches) stay what they were.
+  const std::string behaviour = tokenizer.BehaviourKey();
+  if (!behaviour.empty()) {
+    fingerprint.Update("behaviour");
+    fingerprint.UpdateU64(behaviour.size());
+    fingerprint.Update(behaviour);
+  }
   for (const AddedToken& added : tokenizer.added_tokens()) {
     fingerprint.UpdateU64(static_cast<uint64_t>(added.id));
     fingerprint.UpdateU64(added.special ? 1 : 0);

@@ -1,6 +1,7 @@
 #include "models/tokenizer/added_token_matcher.h"
 
 #include <algorithm>
+#include <map>
 
 namespace geotrain::models {
 
@@ -42,6 +43,37 @@ void AddedTokenMatcher::Split(std::string_view text,
     text_start = pos;
   }
   if (text.size() > text_start) on_text(text.substr(text_start));
+}
+
+StatusOr<int32_t> CheckAddedTokens(
+    const std::vector<AddedToken>& tokens, int32_t max_vocab_id, int32_t max_token_id,
+    const std::function<std::optional<int32_t>(const std::string&)>& vocab_id,
+    const std::string& source) {
+  int32_t max_id = max_vocab_id;
+  std::map<int32_t, const AddedToken*> by_id;
+  std::map<std::string, const AddedToken*> by_content;
+  for (const AddedToken& token : tokens) {
+    const std::string name = source + ": added token \"" + token.content + "\"";
+    if (token.content.empty()) return InvalidArgument(name + ": empty content");
+    if (token.id < 0 || token.id > max_token_id) {
+      return InvalidArgument(name + ": id " + std::to_string(token.id) + " is out of range");
+    }
+    if (!by_id.emplace(token.id, &token).second) {
+      return InvalidArgument(name + ": id " + std::to_string(token.id) +
+                             " is also the id of added token \"" + by_id[token.id]->content +
+                             "\"");
+    }
+    if (!by_content.emplace(token.content, &token).second) {
+      return InvalidArgument(name + ": added twice");
+    }
+    const std::optional<int32_t> in_vocab = vocab_id(token.content);
+    if (in_vocab && *in_vocab != token.id) {
+      return InvalidArgument(name + ": id " + std::to_string(token.id) +
+                             ", but the vocabulary has it as id " + std::to_string(*in_vocab));
+    }
+    max_id = std::max(max_id, token.id);
+  }
+  return max_id;
 }
 
 }  // namespace geotrain::models

@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/status.h"
 
 namespace geotrain::models {
 
@@ -36,5 +39,14 @@ class AddedTokenMatcher {
   // For each first byte, indexes into tokens_ ordered longest first.
   std::vector<std::vector<size_t>> by_first_byte_;
 };
+
+// Checks a tokenizer's added tokens against each other and its vocabulary (`vocab_id` of a
+// spelling): non-empty contents added once, ids in [0, max_token_id] used once, and a token that
+// is also a vocabulary entry (GPT-2's <|endoftext|>, BERT's [CLS]) under the same id. Errors name
+// `source` and the token. Returns the largest of their ids and `max_vocab_id`.
+StatusOr<int32_t> CheckAddedTokens(
+    const std::vector<AddedToken>& tokens, int32_t max_vocab_id, int32_t max_token_id,
+    const std::function<std::optional<int32_t>(const std::string&)>& vocab_id,
+    const std::string& source);
 
 }  // namespace geotrain::models

@@ -12,33 +12,13 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Create(std::unique_ptr<Bpe
                                                              std::vector<AddedToken> added_tokens,
                                                              const BpeTokenizerOptions& options,
                                                              const std::string& source) {
-  int32_t max_id = -1;
-  for (const auto& entry : model->vocab()) max_id = std::max(max_id, entry.second);
-  std::map<int32_t, const AddedToken*> added_by_id;
-  std::map<std::string, const AddedToken*> added_by_content;
-  for (const AddedToken& token : added_tokens) {
-    const std::string name = source + ": added token \"" + token.content + "\"";
-    if (token.content.empty()) return InvalidArgument(name + ": empty content");
-    if (token.id < 0 || token.id > kMaxTokenId) {
-      return InvalidArgument(name + ": id " + std::to_string(token.id) + " is out of range");
-    }
-    if (!added_by_id.emplace(token.id, &token).second) {
-      return InvalidArgument(name + ": id " + std::to_string(token.id) +
-                             " is also the id of added token \"" + added_by_id[token.id]->content +
-                             "\"");
-    }
-    if (!added_by_content.emplace(token.content, &token).second) {
-      return InvalidArgument(name + ": added twice");
-    }
-    // An added token may repeat a vocabulary entry (GPT-2's <|endoftext|> is both), but only
-    // under the same id.
-    const std::optional<int32_t> vocab_id = model->IdOf(token.content);
-    if (vocab_id && *vocab_id != token.id) {
-      return InvalidArgument(name + ": id " + std::to_string(token.id) +
-                             ", but the vocabulary has it as id " + std::to_string(*vocab_id));
-    }
-    max_id = std::max(max_id, token.id);
-  }
+  int32_t max_vocab_id = -1;
+  for (const auto& entry : model->vocab()) max_vocab_id = std::max(max_vocab_id, entry.second);
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      const int32_t max_id,
+      CheckAddedTokens(added_tokens, max_vocab_id, kMaxTokenId,
+                       [&](const std::string& spelling) { return model->IdOf(spelling); },
+                       source));
 
   std::unique_ptr<BpeTokenizer> tokenizer(
       new BpeTokenizer(std::move(model), std::move(added_tokens), options));

@@ -6,7 +6,8 @@
 // Decode: each id's bytes are concatenated, so decode(encode(s)) == s for any byte string s,
 // valid UTF-8 or not. Build one with the loaders in tokenizer_loaders.h.
 //
-// Immutable after Create (the BPE cache is internally locked): thread-safe.
+// The Tokenizer (tokenizer.h) of byte-level BPE models. Immutable after Create (the BPE cache is
+// internally locked): thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "models/tokenizer/added_token_matcher.h"
 #include "models/tokenizer/bpe_model.h"
 #include "models/tokenizer/digits_splitter.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace geotrain::models {
 
@@ -34,7 +36,7 @@ struct BpeTokenizerOptions {
   DigitSplitting digits = DigitSplitting::kNone;
 };
 
-class BpeTokenizer {
+class BpeTokenizer : public Tokenizer {
  public:
   // `source` names the files in errors: an added token whose id or content conflicts with the
   // vocabulary, duplicate added tokens.
@@ -44,18 +46,18 @@ class BpeTokenizer {
                                                         const std::string& source);
 
   // Added tokens in the text become their ids (as Hugging Face tokenizers does).
-  std::vector<int32_t> Encode(std::string_view text) const;
+  std::vector<int32_t> Encode(std::string_view text) const override;
   // Added tokens are ordinary text here: for untrusted corpora that must not inject control
   // tokens ("<|endoftext|>" typed by a user encodes as its pieces).
-  std::vector<int32_t> EncodeOrdinary(std::string_view text) const;
-  // INVALID_ARGUMENT for an id that is no token.
-  StatusOr<std::string> Decode(Span<const int32_t> ids) const;
+  std::vector<int32_t> EncodeOrdinary(std::string_view text) const override;
+  // The exact bytes of the ids. INVALID_ARGUMENT for an id that is no token.
+  StatusOr<std::string> Decode(Span<const int32_t> ids) const override;
 
   // 1 + the largest id (the embedding table's row count must be at least this).
-  int32_t vocab_size() const { return static_cast<int32_t>(token_bytes_.size()); }
+  int32_t vocab_size() const override { return static_cast<int32_t>(token_bytes_.size()); }
   // The id of an added token's content or of a vocabulary spelling ("Ġthe"); nullopt if none.
-  std::optional<int32_t> TokenId(const std::string& token) const;
-  const std::vector<AddedToken>& added_tokens() const { return added_tokens_; }
+  std::optional<int32_t> TokenId(const std::string& token) const override;
+  const std::vector<AddedToken>& added_tokens() const override { return added_tokens_; }
 
  private:
   BpeTokenizer(std::unique_ptr<BpeModel> model, std::vector<AddedToken> added_tokens,

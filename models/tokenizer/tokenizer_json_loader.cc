@@ -1,7 +1,9 @@
-// LoadTokenizerJson (tokenizer_loaders.h): Hugging Face tokenizer.json with a byte-level BPE model.
+// LoadTokenizerJson and LoadAnyTokenizerJson (tokenizer_loaders.h): Hugging Face tokenizer.json
+// with a byte-level BPE model, or dispatched to the WordPiece loader (wordpiece_json_loader.cc).
 #include "models/file_contents.h"
 #include "models/strict_json.h"
 #include "models/tokenizer/bpe_file_parsing.h"
+#include "models/tokenizer/tokenizer_json_reader.h"
 #include "models/tokenizer/tokenizer_loaders.h"
 
 namespace geotrain::models {
@@ -11,41 +13,17 @@ using nlohmann::json;
 
 constexpr size_t kMaxTokenizerJsonBytes = 128 << 20;
 
-// Errors of one tokenizer.json, each naming the file and the field.
-class TokenizerJsonReader {
+// The BPE-specific checks of a tokenizer.json.
+class BpeJsonChecks : public TokenizerJsonReader {
  public:
-  TokenizerJsonReader(const std::string& path, const json& root) : path_(path), root_(root) {}
-
-  Status Error(const std::string& field, const std::string& reason) const {
-    return InvalidArgument(path_ + ": " + field + ": " + reason);
-  }
-  Status Unsupported(const std::string& field, const std::string& value,
-                     const std::string& supported) const {
-    return InvalidArgument(path_ + ": " + field + ": " + value + " is not supported (" + supported +
-                           ")");
-  }
-
-  // `parent.key` if present and not null, else nullptr.
-  static const json* Field(const json& parent, const char* key) {
-    auto it = parent.find(key);
-    return it == parent.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  StatusOr<bool> Bool(const json& parent, const char* key, const std::string& field,
-                      bool default_value) const {
-    const json* value = Field(parent, key);
-    if (value == nullptr) return default_value;
-    if (!value->is_boolean())
-      return Error(field, "expected a boolean, got " + JsonKindName(*value));
-    return value->get<bool>();
-  }
+  using TokenizerJsonReader::TokenizerJsonReader;
 
   // model: BPE without dropout, prefixes or suffixes.
   Status CheckModel(const json& model, BpeModelOptions* options) const {
     const json* type = Field(model, "type");
     if (type == nullptr) return Error("model.type", "missing");
     if (!type->is_string() || type->get<std::string>() != "BPE") {
-      return Unsupported("model.type", type->dump(), "geotrain reads BPE models");
+      return Unsupported("model.type", type->dump(), "geotrain reads BPE and WordPiece models");
     }
     if (const json* dropout = Field(model, "dropout")) {
       if (!dropout->is_number() || dropout->get<double>() != 0.0) {
@@ -123,51 +101,41 @@ class TokenizerJsonReader {
     return individual ? DigitSplitting::kIndividual : DigitSplitting::kContiguous;
   }
 
-  StatusOr<std::vector<AddedToken>> AddedTokens() const {
-    std::vector<AddedToken> tokens;
-    const json* added = Field(root_, "added_tokens");
-    if (added == nullptr) return tokens;
-    if (!added->is_array())
-      return Error("added_tokens", "expected an array, got " + JsonKindName(*added));
-    for (size_t i = 0; i < added->size(); ++i) {
-      const json& entry = (*added)[i];
-      const std::string field = "added_tokens[" + std::to_string(i) + "]";
-      if (!entry.is_object()) return Error(field, "expected an object, got " + JsonKindName(entry));
-      const json* id = Field(entry, "id");
-      if (id == nullptr) return Error(field + ".id", "missing");
-      auto id_value = JsonToUnsigned(*id, path_ + ": " + field + ".id", kMaxTokenId);
-      if (!id_value.ok()) return id_value.status();
-      const json* content = Field(entry, "content");
-      if (content == nullptr) return Error(field + ".content", "missing");
-      if (!content->is_string() || content->get<std::string>().empty()) {
-        return Error(field + ".content", "expected a non-empty string, got " + content->dump());
-      }
-      for (const char* key : {"lstrip", "rstrip", "single_word"}) {
-        GEOTRAIN_ASSIGN_OR_RETURN(const bool set, Bool(entry, key, field + "." + key, false));
-        if (set) return Unsupported(field + "." + key, "true", "added tokens match verbatim");
-      }
-      GEOTRAIN_ASSIGN_OR_RETURN(const bool special,
-                                Bool(entry, "special", field + ".special", false));
-      tokens.push_back({content->get<std::string>(), static_cast<int32_t>(*id_value), special});
-    }
-    return tokens;
-  }
-
- private:
-  const std::string& path_;
-  const json& root_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerJson(const std::string& path) {
+StatusOr<nlohmann::json> ReadTokenizerJson(const std::string& path) {
   GEOTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileContents(path, kMaxTokenizerJsonBytes));
   GEOTRAIN_ASSIGN_OR_RETURN(json root, ParseStrictJson(text, path));
   text.clear();
   if (!root.is_object()) {
     return InvalidArgument(path + ": expected a JSON object, got " + JsonKindName(root));
   }
-  const TokenizerJsonReader reader(path, root);
+  return root;
+}
+
+StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerJson(const std::string& path) {
+  GEOTRAIN_ASSIGN_OR_RETURN(const json root, ReadTokenizerJson(path));
+  return BpeTokenizerFromJson(path, root);
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadAnyTokenizerJson(const std::string& path) {
+  GEOTRAIN_ASSIGN_OR_RETURN(const json root, ReadTokenizerJson(path));
+  // Dispatch on model.type; every other problem is the chosen loader's to report.
+  const json* model = TokenizerJsonReader::Field(root, "model");
+  const json* type = model != nullptr && model->is_object()
+                         ? TokenizerJsonReader::Field(*model, "type")
+                         : nullptr;
+  if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece") {
+    return AsTokenizer(WordPieceTokenizerFromJson(path, root));
+  }
+  return AsTokenizer(BpeTokenizerFromJson(path, root));
+}
+
+StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizerFromJson(const std::string& path,
+                                                             const nlohmann::json& root) {
+  const BpeJsonChecks reader(path, root);
 
   if (const json* normalizer = TokenizerJsonReader::Field(root, "normalizer")) {
     return reader.Unsupported("normalizer", normalizer->dump().substr(0, 200),

@@ -1,4 +1,4 @@
-// Loading a BpeTokenizer from the files a Hugging Face model directory carries.
+// Loading a Tokenizer from the files a Hugging Face model directory carries.
 //
 //  - vocab.json + merges.txt (GPT-2's original pair). They do not say which tokens are special;
 //    GPT-2's convention, <|endoftext|>, is the default.
@@ -7,6 +7,11 @@
 //    matched before pre-tokenization. Settings geotrain does not implement (a normalizer, other
 //    pre-tokenizers, dropout, subword prefixes/suffixes, lstrip/rstrip/single_word added tokens)
 //    are refused by name rather than silently tokenizing differently from the reference.
+//  - tokenizer.json with model.type "WordPiece" (BERT): a BertNormalizer (or none), the
+//    BertPreTokenizer and the WordPiece decoder; other settings are refused by name.
+//  - vocab.txt (BERT's original file, one token per line, the line number its id): WordPiece with
+//    the defaults of transformers' BertTokenizerFast, which tokenizer_config.json's
+//    do_lower_case, strip_accents and tokenize_chinese_chars override.
 // Errors name the file and the field. Thread-safe (no shared state).
 #pragma once
 
@@ -17,6 +22,8 @@
 
 #include "common/status.h"
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
+#include "models/tokenizer/wordpiece_tokenizer.h"
 
 namespace geotrain::models {
 
@@ -31,9 +38,31 @@ StatusOr<std::unique_ptr<BpeTokenizer>> LoadVocabMergesTokenizer(
     const std::string& vocab_path, const std::string& merges_path,
     const VocabMergesOptions& options = {});
 
+// A BPE tokenizer.json (any other model is refused).
 StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerJson(const std::string& path);
 
-// `dir`/tokenizer.json when present, else `dir`/vocab.json + `dir`/merges.txt.
-StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerDirectory(const std::string& dir);
+struct WordPieceVocabOptions {
+  WordPieceModelOptions model;
+  WordPieceTokenizerOptions tokenizer;  // BertTokenizerFast's defaults
+  // Matched as added special tokens where the vocabulary has them (their vocabulary ids);
+  // BertTokenizerFast's five. model.unk_token must be in the vocabulary.
+  std::vector<std::string> special_tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+};
+
+// vocab.txt: one token per line (trailing white space, '\r' included, is not part of it), id =
+// 0-based line number. A token on two lines is an error.
+StatusOr<std::unique_ptr<WordPieceTokenizer>> LoadWordPieceVocab(
+    const std::string& vocab_path, const WordPieceVocabOptions& options = {});
+
+// A WordPiece tokenizer.json (any other model is refused).
+StatusOr<std::unique_ptr<WordPieceTokenizer>> LoadWordPieceTokenizerJson(const std::string& path);
+
+// A tokenizer.json of either model, by model.type.
+StatusOr<std::unique_ptr<Tokenizer>> LoadAnyTokenizerJson(const std::string& path);
+
+// `dir`/tokenizer.json when present (BPE or WordPiece by model.type), else `dir`/vocab.json +
+// `dir`/merges.txt (BPE), else `dir`/vocab.txt (WordPiece, with `dir`/tokenizer_config.json's
+// settings when that exists).
+StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerDirectory(const std::string& dir);
 
 }  // namespace geotrain::models

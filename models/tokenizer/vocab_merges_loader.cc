@@ -1,6 +1,4 @@
-// LoadVocabMergesTokenizer and LoadTokenizerDirectory (tokenizer_loaders.h).
-#include <sys/stat.h>
-
+// LoadVocabMergesTokenizer (tokenizer_loaders.h).
 #include "models/file_contents.h"
 #include "models/strict_json.h"
 #include "models/tokenizer/bpe_file_parsing.h"
@@ -49,18 +47,6 @@ StatusOr<std::unique_ptr<BpeTokenizer>> LoadVocabMergesTokenizer(
           std::move(vocab), merges.rules, BpeModelOptions(), vocab_path,
           [&](size_t i) { return merges_path + " line " + std::to_string(lines[i]); }));
   return BpeTokenizer::Create(std::move(model), std::move(special), options.tokenizer, vocab_path);
-}
-
-StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerDirectory(const std::string& dir) {
-  struct stat st;
-  const std::string json_path = dir + "/tokenizer.json";
-  if (::stat(json_path.c_str(), &st) == 0) return LoadTokenizerJson(json_path);
-  const std::string vocab_path = dir + "/vocab.json";
-  const std::string merges_path = dir + "/merges.txt";
-  if (::stat(vocab_path.c_str(), &st) == 0 && ::stat(merges_path.c_str(), &st) == 0) {
-    return LoadVocabMergesTokenizer(vocab_path, merges_path);
-  }
-  return NotFound(dir + ": neither tokenizer.json nor vocab.json + merges.txt");
 }
 
 }  // namespace geotrain::models

@@ -12,8 +12,8 @@
 namespace geotrain::models::data {
 namespace {
 
-const BpeTokenizer& Gpt2() {
-  static const BpeTokenizer* tokenizer =
+const Tokenizer& Gpt2() {
+  static const Tokenizer* tokenizer =
       LoadTokenizerDirectory(std::string(GEOTRAIN_SOURCE_DIR) + "/examples/tokenizers/gpt2")
           ->release();
   return *tokenizer;
