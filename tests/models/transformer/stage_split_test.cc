@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <string>
 
+#include "models/init_random_model.h"
 #include "tests/models/transformer/golden_models.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
@@ -64,6 +66,35 @@ INSTANTIATE_TEST_SUITE_P(GoldenModels, StageSplitTest,
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// The presets of examples/models as `geotrain model init` writes them (InitRandomModel) split
+// like the golden checkpoints: 2 and 4 stages give the unsplit logits and gradients, in float64.
+TEST(StageSplitTest, ModelInitPresetsSplitLikeTheUnsplitModel) {
+  for (const std::string preset : {"gpt2-tiny", "llama-tiny", "opt-tiny", "gpt-neox-tiny",
+                                   "gptj-tiny", "bert-tiny"}) {
+    SCOPED_TRACE(preset);
+    const StatusOr<ModelConfig> config =
+        LoadModelConfig(std::string(GEOTRAIN_SOURCE_DIR) + "/examples/models/" + preset);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    ::geotrain::testing::TempDir dir;
+    ASSERT_TRUE(InitRandomModel(*config, dir.path(), 3).ok());
+    const at::Tensor ids = (at::arange(24, at::kLong) * 977 % config->vocab_size).reshape({2, 12});
+    const at::Tensor labels = config->IsClassifier() ? at::tensor({1, 0}, at::kLong) : ids;
+    const PipelineResult whole = RunPipeline(LoadPipeline(dir.path(), 1, at::kDouble), ids, labels);
+    ASSERT_TRUE(whole.loss.defined());
+    for (int64_t num_stages : {int64_t{2}, int64_t{4}}) {
+      const PipelineResult split =
+          RunPipeline(LoadPipeline(dir.path(), num_stages, at::kDouble), ids, labels);
+      ASSERT_TRUE(split.loss.defined()) << num_stages;
+      EXPECT_LE(MaxAbsDiff(split.logits, whole.logits), 1e-12) << num_stages;
+      ASSERT_EQ(split.gradients.size(), whole.gradients.size());
+      for (const auto& [name, gradient] : whole.gradients) {
+        EXPECT_LE(MaxAbsDiff(split.gradients.at(name), gradient), 1e-9 * MaxAbs(gradient) + 1e-15)
+            << num_stages << " stages: " << name;
+      }
+    }
+  }
+}
 
 // Non-first stages must pass a gradient back to their input, which the runtime sends upstream.
 TEST(StageSplitTest, GradientReachesTheInputOfEveryLaterStage) {
