@@ -472,7 +472,8 @@ StatusOr<std::vector<std::string>> ParseDebertaList(const ConfigFields& fields,
 
 // DeBERTa-v2 and -v3 (DebertaV2ForSequenceClassification). transformers reads several settings
 // with getattr defaults rather than from DebertaV2Config's fields (position_buckets,
-// share_att_key, norm_rel_ebd, embedding_size, conv_kernel_size); their defaults here are those.
+// share_att_key, norm_rel_ebd, embedding_size, conv_kernel_size, conv_groups, conv_act); their
+// defaults here are those.
 Status ParseDebertaV2(const ConfigFields& fields, ModelConfig* config) {
   GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
   config->num_kv_heads = config->num_heads;
@@ -551,11 +552,27 @@ Status ParseDebertaV2(const ConfigFields& fields, ModelConfig* config) {
     return fields.Error("norm_rel_ebd",
                         "\"layer_norm\" without relative_attention is not supported");
   }
-  // deberta-v2-xlarge's convolution beside the first layer (ConvLayer) is not implemented.
+  // deberta-v2-xlarge's convolution beside the first layer (ConvLayer). transformers reads
+  // conv_groups and conv_act (default "tanh", which geotrain has no activation for) only when it
+  // builds the layer.
   GEOTRAIN_ASSIGN_OR_RETURN(int64_t conv_kernel, fields.OptionalInteger("conv_kernel_size", 0));
   if (conv_kernel > 0) {
-    return fields.Error("conv_kernel_size", std::to_string(conv_kernel) +
-                                                " is not supported (no convolution layer)");
+    // Conv1d's padding (kernel - 1) / 2 keeps the sequence length only for an odd kernel
+    // (transformers fails on an even one).
+    if (conv_kernel % 2 == 0 || static_cast<uint64_t>(conv_kernel) > kMaxDimension) {
+      return fields.Error("conv_kernel_size", std::to_string(conv_kernel) +
+                                                  " is not supported (only odd sizes)");
+    }
+    config->conv_kernel_size = conv_kernel;
+    GEOTRAIN_ASSIGN_OR_RETURN(config->conv_groups,
+                              fields.OptionalSize("conv_groups", 1, kMaxDimension));
+    if (config->hidden_size % config->conv_groups != 0) {
+      return fields.Error("conv_groups", std::to_string(config->conv_groups) +
+                                             " does not divide hidden_size " +
+                                             std::to_string(config->hidden_size));
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(config->conv_activation,
+                              ParseActivation(fields, "conv_act", "tanh"));
   }
   // The pooler is [pooler_hidden_size, pooler_hidden_size] on a hidden state, so any other size
   // would not fit (transformers would fail too).
@@ -695,6 +712,17 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
                              std::to_string(c.max_relative_positions) + ") > buckets / 2 + 1");
     }
   }
+  if (c.family == ModelFamily::kDebertaV2 && c.conv_kernel_size != 0) {
+    if (c.conv_kernel_size < 0 || c.conv_kernel_size % 2 == 0 ||
+        static_cast<uint64_t>(c.conv_kernel_size) > kMaxDimension) {
+      return InvalidArgument(source + ": conv_kernel_size: " +
+                             std::to_string(c.conv_kernel_size) + " must be odd and positive");
+    }
+    if (c.conv_groups <= 0 || c.hidden_size % c.conv_groups != 0) {
+      return InvalidArgument(source + ": conv_groups: " + std::to_string(c.conv_groups) +
+                             " does not divide hidden_size " + std::to_string(c.hidden_size));
+    }
+  }
   if ((c.family == ModelFamily::kGptNeoX || c.family == ModelFamily::kGptJ) &&
       (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)) {
     return InvalidArgument(source + ": rotary_dim: " + std::to_string(c.rotary_dim) +
@@ -830,6 +858,11 @@ std::string ModelConfigToJson(const ModelConfig& c) {
     out["norm_rel_ebd"] = c.norm_relative_embeddings ? "layer_norm" : "none";
     out["pooler_hidden_size"] = c.hidden_size;
     out["pooler_hidden_act"] = ActivationName(c.pooler_activation);
+    if (c.conv_kernel_size > 0) {
+      out["conv_kernel_size"] = c.conv_kernel_size;
+      out["conv_groups"] = c.conv_groups;
+      out["conv_act"] = ActivationName(c.conv_activation);
+    }
     AddClassifierLabels(c.num_labels, &out);
   } else if (c.family == ModelFamily::kGptJ) {
     out["architectures"] = {"GPTJForCausalLM"};

@@ -100,6 +100,14 @@ struct ModelConfig {
   // norm_rel_ebd "layer_norm": deberta.encoder.LayerNorm normalises the relative embeddings
   // before every layer uses them.
   bool norm_relative_embeddings = false;
+  // conv_kernel_size > 0 (deberta-v2-xlarge, -xxlarge): ConvLayer after the first layer, a
+  // Conv1d over the sequence of the first layer's input (deberta.encoder.conv.conv, odd kernel,
+  // conv_groups groups), its padded positions zeroed, conv_act, added to the first layer's output
+  // and normalised (deberta.encoder.conv.LayerNorm), then multiplied by the attention mask. Only
+  // the stage holding layer 0 holds it. 0 when none.
+  int64_t conv_kernel_size = 0;
+  int64_t conv_groups = 1;
+  Activation conv_activation = Activation::kGelu;
 
   bool IsLlamaFamily() const {
     return family == ModelFamily::kLlama || family == ModelFamily::kQwen2;

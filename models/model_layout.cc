@@ -244,6 +244,14 @@ void AddDebertaV2Specs(const ModelConfig& c, const StagePlan& plan, SpecList& ou
     AddLinear(out, p + "intermediate.dense", c.intermediate_size, h, true);
     AddLinear(out, p + "output.dense", h, c.intermediate_size, true);
     AddLayerNorm(out, p + "output.LayerNorm", h);
+    // ConvLayer runs once, after layer 0, so only the stage holding layer 0 holds it (it is not
+    // in PipelineSharedTensorNames).
+    if (layer == 0 && c.conv_kernel_size > 0) {
+      out.Add("deberta.encoder.conv.conv.weight", {h, h / c.conv_groups, c.conv_kernel_size},
+              TensorInit::kNormal);
+      out.Add("deberta.encoder.conv.conv.bias", {h}, TensorInit::kZeros);
+      AddLayerNorm(out, "deberta.encoder.conv.LayerNorm", h);
+    }
   }
   if (plan.is_last) {
     AddLinear(out, "pooler.dense", h, h, true);

@@ -94,6 +94,11 @@ class DebertaV2Block final : public TransformerBlock {
     intermediate_ = GetLinear(p, prefix + "intermediate.dense", true);
     output_ = GetLinear(p, prefix + "output.dense", true);
     output_norm_ = GetLayerNorm(p, prefix + "output.LayerNorm", config.norm_eps);
+    if (layer == 0 && config.conv_kernel_size > 0) {
+      conv_weight_ = p.Get("deberta.encoder.conv.conv.weight");
+      conv_bias_ = p.Get("deberta.encoder.conv.conv.bias");
+      conv_norm_ = GetLayerNorm(p, "deberta.encoder.conv.LayerNorm", config.norm_eps);
+    }
   }
 
   at::Tensor Forward(const at::Tensor& x, const SequenceContext& context) const override {
@@ -107,7 +112,9 @@ class DebertaV2Block final : public TransformerBlock {
             .transpose(1, 2)
             .reshape({batch, seq, config_.hidden_size});
     const at::Tensor hidden = attention_norm_(x + attention_out_(attended));
-    return output_norm_(hidden + output_(Activate(config_.activation, intermediate_(hidden))));
+    const at::Tensor output =
+        output_norm_(hidden + output_(Activate(config_.activation, intermediate_(hidden))));
+    return conv_norm_ ? Convolve(x, output, context.attention_mask) : output;
   }
 
  private:
@@ -135,6 +142,26 @@ class DebertaV2Block final : public TransformerBlock {
       scores = scores.masked_fill(visible.logical_not(), LowestScore(scores.scalar_type()));
     }
     return at::matmul(at::softmax(scores, -1), value);
+  }
+
+  // ConvLayer.forward(hidden_states = the layer's input x, residual_states = its output): a
+  // Conv1d over the sequence, zeroed where the mask is not 1 ((1 - mask).bool()), conv_act, the
+  // LayerNorm of the residual sum, then multiplied by the mask itself.
+  at::Tensor Convolve(const at::Tensor& x, const at::Tensor& residual,
+                      const at::Tensor& attention_mask) const {
+    at::Tensor out = at::conv1d(x.transpose(1, 2), conv_weight_, conv_bias_, /*stride=*/{1},
+                                /*padding=*/{(config_.conv_kernel_size - 1) / 2},
+                                /*dilation=*/{1}, config_.conv_groups)
+                         .transpose(1, 2);
+    if (attention_mask.defined()) {
+      out = out.masked_fill((attention_mask != 1).unsqueeze(2), 0);
+    }
+    out = Activate(config_.conv_activation, out);
+    at::Tensor output = (*conv_norm_)(residual + out);
+    if (attention_mask.defined()) {
+      output = output * attention_mask.unsqueeze(2).to(output.scalar_type());
+    }
+    return output;
   }
 
   // disentangled_attention_bias: the c2p and p2c terms (at least one), [B, heads, S, S].
@@ -180,6 +207,9 @@ class DebertaV2Block final : public TransformerBlock {
   LayerNorm attention_norm_;
   Linear intermediate_, output_;
   LayerNorm output_norm_;
+  // ConvLayer (conv_kernel_size > 0), in layer 0's block only: conv [H, H / groups, kernel].
+  at::Tensor conv_weight_, conv_bias_;
+  std::optional<LayerNorm> conv_norm_;
 };
 
 class DebertaV2Classifier final : public StageOutput {

@@ -20,6 +20,12 @@
 // to the dtype, as transformers casts it); the scores and their softmax stay in the model's dtype,
 // as transformers keeps them. Every stage that holds a layer holds its own copy of the relative
 // embeddings (model_layout.h).
+//
+// With conv_kernel_size > 0 (deberta-v2-xlarge, -xxlarge), layer 0's block ends with ConvLayer:
+// a Conv1d over the sequence of the block's input (deberta.encoder.conv.conv, padding
+// (kernel - 1) / 2, conv_groups), zeroed at padded positions, conv_act, added to the block's
+// output and normalised (deberta.encoder.conv.LayerNorm), then multiplied by the attention mask.
+// Only the stage holding layer 0 holds these tensors.
 #pragma once
 
 #include "models/model_config.h"

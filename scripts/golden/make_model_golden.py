@@ -138,6 +138,28 @@ def classifiers():
                            pos_att_type="p2c", share_att_key=False, norm_rel_ebd="layer_norm",
                            position_biased_input=False, type_vocab_size=0, num_labels=4,
                            pad_token_id=0))
+    # deberta-v2-xlarge's ConvLayer (conv_kernel_size > 0) after the first layer, on the
+    # buckets and options of the deberta_v2 golden: a 3-wide Conv1d over the first layer's input,
+    # padded positions zeroed, gelu, added to the first layer's output, LayerNorm, times the mask.
+    yield ("deberta_v2_conv", DebertaV2ForSequenceClassification,
+           DebertaV2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                           intermediate_size=64, max_position_embeddings=64, vocab_size=256,
+                           relative_attention=True, position_buckets=8, max_relative_positions=-1,
+                           pos_att_type=["p2c", "c2p"], share_att_key=True,
+                           norm_rel_ebd="layer_norm", position_biased_input=False,
+                           type_vocab_size=0, num_labels=3, pad_token_id=0,
+                           conv_kernel_size=3, conv_groups=1, conv_act="gelu"))
+    # A grouped (2 groups), 5-wide convolution with gelu_new, on deberta_v2_variant's options
+    # (absolute positions, token types, embed_proj, c2p alone, no buckets).
+    yield ("deberta_v2_conv_groups", DebertaV2ForSequenceClassification,
+           DebertaV2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                           intermediate_size=48, max_position_embeddings=64, vocab_size=256,
+                           relative_attention=True, position_buckets=-1, max_relative_positions=6,
+                           pos_att_type=["c2p"], share_att_key=False, norm_rel_ebd="none",
+                           position_biased_input=True, embedding_size=24, type_vocab_size=2,
+                           hidden_act="gelu_new", pooler_hidden_act="relu", layer_norm_eps=1e-5,
+                           num_labels=2, pad_token_id=0,
+                           conv_kernel_size=5, conv_groups=2, conv_act="gelu_new"))
 
 
 def make_classifier(name, model_class, config, seed):

@@ -273,6 +273,23 @@ TEST(ModelConfigTest, DebertaV2Classifier) {
   EXPECT_TRUE(defaults->position_biased_input);
   EXPECT_EQ(defaults->embedding_dim, 64);
   EXPECT_EQ(defaults->pooler_activation, Activation::kGelu);
+  EXPECT_EQ(defaults->conv_kernel_size, 0);  // no ConvLayer
+  EXPECT_EQ(defaults->conv_groups, 1);
+  EXPECT_EQ(golden->conv_kernel_size, 0);
+
+  // deberta-v2-xlarge's ConvLayer.
+  const StatusOr<ModelConfig> conv =
+      LoadModelConfig(kSourceDir + "/tests/golden/models/deberta_v2_conv");
+  ASSERT_TRUE(conv.ok()) << conv.status().ToString();
+  EXPECT_EQ(conv->conv_kernel_size, 3);
+  EXPECT_EQ(conv->conv_groups, 1);
+  EXPECT_EQ(conv->conv_activation, Activation::kGelu);
+  const StatusOr<ModelConfig> grouped =
+      LoadModelConfig(kSourceDir + "/tests/golden/models/deberta_v2_conv_groups");
+  ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
+  EXPECT_EQ(grouped->conv_kernel_size, 5);
+  EXPECT_EQ(grouped->conv_groups, 2);
+  EXPECT_EQ(grouped->conv_activation, Activation::kGeluTanh);
 
   // DeBERTa-v3's own files spell pos_att_type and norm_rel_ebd as "|"-separated strings, which
   // transformers lower-cases and strips.
@@ -291,9 +308,45 @@ TEST(ModelConfigTest, DebertaV2Classifier) {
   EXPECT_TRUE(parsed->norm_relative_embeddings);
   EXPECT_EQ(parsed->RelativeAttentionSpan(), 256);
 
-  json bad = v3;
-  bad["conv_kernel_size"] = 3;
-  ExpectError(bad, "config.json: conv_kernel_size: 3 is not supported (no convolution layer)");
+  json with_conv = v3;
+  with_conv["conv_kernel_size"] = 3;
+  with_conv["conv_act"] = "gelu";
+  const StatusOr<ModelConfig> convolved = ParseModelConfig(with_conv.dump(), "config.json");
+  ASSERT_TRUE(convolved.ok()) << convolved.status().ToString();
+  EXPECT_EQ(convolved->conv_kernel_size, 3);
+  EXPECT_EQ(convolved->conv_groups, 1);  // transformers' getattr default
+  EXPECT_EQ(convolved->conv_activation, Activation::kGelu);
+  // conv_groups and conv_act are read only with a convolution.
+  json unused = v3;
+  unused["conv_groups"] = 5;
+  unused["conv_act"] = "tanh";
+  ASSERT_TRUE(ParseModelConfig(unused.dump(), "config.json").ok());
+
+  json bad = with_conv;
+  bad.erase("conv_act");  // transformers' default "tanh"
+  ExpectError(bad, "config.json: conv_act: \"tanh\" is not supported (gelu, gelu_new, "
+                   "gelu_pytorch_tanh, relu)");
+  bad = with_conv;
+  bad["conv_act"] = "swish";
+  ExpectError(bad, "config.json: conv_act: \"swish\" is not supported (gelu, gelu_new, "
+                   "gelu_pytorch_tanh, relu)");
+  bad = with_conv;
+  bad["conv_kernel_size"] = 4;
+  ExpectError(bad, "config.json: conv_kernel_size: 4 is not supported (only odd sizes)");
+  bad = with_conv;
+  bad["conv_groups"] = 3;
+  ExpectError(bad, "config.json: conv_groups: 3 does not divide hidden_size 64");
+  bad = with_conv;
+  bad["conv_groups"] = 0;
+  EXPECT_FALSE(ParseModelConfig(bad.dump(), "config.json").ok());
+  ModelConfig even = *convolved;
+  even.conv_kernel_size = 2;
+  EXPECT_EQ(ValidateModelConfig(even, "model config").message(),
+            "model config: conv_kernel_size: 2 must be odd and positive");
+  ModelConfig ungrouped = *convolved;
+  ungrouped.conv_groups = 7;
+  EXPECT_EQ(ValidateModelConfig(ungrouped, "model config").message(),
+            "model config: conv_groups: 7 does not divide hidden_size 64");
   bad = v3;
   bad["pooler_hidden_size"] = 32;
   ExpectError(bad, "config.json: pooler_hidden_size: 32 is not supported (only hidden_size 64)");
@@ -457,7 +510,8 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
   gpt2["tie_word_embeddings"] = false;
   std::vector<json> originals = {Gpt2Json(), gpt2, LlamaJson(), llama, qwen2, DebertaJson()};
   for (const char* golden : {"opt", "gpt_neox", "gpt_neox_variant", "gptj", "bert", "deberta_v2",
-                             "deberta_v2_variant", "deberta_v2_p2c"}) {
+                             "deberta_v2_variant", "deberta_v2_p2c", "deberta_v2_conv",
+                             "deberta_v2_conv_groups"}) {
     std::ifstream file(kSourceDir + "/tests/golden/models/" + golden + "/config.json");
     originals.push_back(json::parse(file));
   }
@@ -498,6 +552,9 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
     EXPECT_EQ(second->attention_p2c, first->attention_p2c);
     EXPECT_EQ(second->share_attention_key, first->share_attention_key);
     EXPECT_EQ(second->norm_relative_embeddings, first->norm_relative_embeddings);
+    EXPECT_EQ(second->conv_kernel_size, first->conv_kernel_size);
+    EXPECT_EQ(second->conv_groups, first->conv_groups);
+    EXPECT_EQ(second->conv_activation, first->conv_activation);
   }
 }
 

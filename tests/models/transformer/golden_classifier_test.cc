@@ -24,7 +24,8 @@ using testing::ReadTensor;
 
 const std::vector<std::string>& ClassifierNames() {
   static const std::vector<std::string> names = {"bert", "deberta_v2", "deberta_v2_variant",
-                                                 "deberta_v2_p2c"};
+                                                 "deberta_v2_p2c", "deberta_v2_conv",
+                                                 "deberta_v2_conv_groups"};
   return names;
 }
 
@@ -103,7 +104,7 @@ TEST(GoldenClassifierTest, BFloat16IsClose) {
 
 // Without the mask the padded sequence's logits change: the mask is what keeps padding out.
 TEST(GoldenClassifierTest, PaddingIsMaskedOut) {
-  for (const char* name : {"bert", "deberta_v2"}) {
+  for (const char* name : {"bert", "deberta_v2", "deberta_v2_conv"}) {
     const std::string dir = GoldenModelDir(name);
     const ClassifierReference reference = ReadClassifierReference(dir);
     const StatusOr<ModelConfig> config = LoadModelConfig(dir);
@@ -163,14 +164,22 @@ TEST(GoldenClassifierTest, LayoutIsWhatTransformersSaved) {
     for (const StagePlan& plan : {StagePlan{0, 0, true, false}, StagePlan{0, 1, true, false},
                                   StagePlan{1, 3, false, false}, StagePlan{3, 4, false, true},
                                   StagePlan{4, 4, false, true}}) {
-      size_t shared = 0;
+      size_t shared = 0, conv = 0;
       for (const TensorSpec& spec : StageTensorSpecs(*config, plan)) {
+        if (spec.name.rfind("deberta.encoder.conv.", 0) == 0) {
+          ++conv;
+          continue;
+        }
         shared += spec.name.rfind("deberta.encoder.", 0) == 0 &&
                   spec.name.rfind("deberta.encoder.layer.", 0) != 0;
       }
       const size_t expected = config->norm_relative_embeddings ? 3 : 1;
       EXPECT_EQ(shared, plan.last_layer > plan.first_layer ? expected : 0)
           << name << " " << plan.ToString();
+      // ConvLayer (weight, bias, LayerNorm) only in the stage holding layer 0.
+      const bool holds_conv =
+          config->conv_kernel_size > 0 && plan.first_layer == 0 && plan.last_layer > 0;
+      EXPECT_EQ(conv, holds_conv ? 4u : 0u) << name << " " << plan.ToString();
     }
   }
 }
