@@ -1,7 +1,8 @@
 // Tokenizer: text <-> token ids, whatever the model (byte-level BPE, WordPiece).
 //
 // What the data pipeline and the commands need from a tokenizer: the concrete kinds are
-// BpeTokenizer (bpe_tokenizer.h) and WordPieceTokenizer (wordpiece_tokenizer.h), and
+// BpeTokenizer (bpe_tokenizer.h), WordPieceTokenizer (wordpiece_tokenizer.h) and
+// UnigramTokenizer (unigram_tokenizer.h), and
 // LoadTokenizerDirectory (tokenizer_loaders.h) picks the one a model directory's files describe.
 // Implementations are immutable after construction: thread-safe.
 #pragma once

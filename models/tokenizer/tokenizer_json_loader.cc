@@ -1,5 +1,6 @@
 // LoadTokenizerJson and LoadAnyTokenizerJson (tokenizer_loaders.h): Hugging Face tokenizer.json
-// with a byte-level BPE model, or dispatched to the WordPiece loader (wordpiece_json_loader.cc).
+// with a byte-level BPE model, or dispatched to the WordPiece (wordpiece_json_loader.cc) or
+// Unigram (unigram_json_loader.cc) loader.
 #include "models/file_contents.h"
 #include "models/strict_json.h"
 #include "models/tokenizer/bpe_file_parsing.h"
@@ -23,7 +24,8 @@ class BpeJsonChecks : public TokenizerJsonReader {
     const json* type = Field(model, "type");
     if (type == nullptr) return Error("model.type", "missing");
     if (!type->is_string() || type->get<std::string>() != "BPE") {
-      return Unsupported("model.type", type->dump(), "geotrain reads BPE and WordPiece models");
+      return Unsupported("model.type", type->dump(),
+                         "geotrain reads BPE, WordPiece and Unigram models");
     }
     if (const json* dropout = Field(model, "dropout")) {
       if (!dropout->is_number() || dropout->get<double>() != 0.0) {
@@ -129,6 +131,9 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadAnyTokenizerJson(const std::string& pat
                          : nullptr;
   if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece") {
     return AsTokenizer(WordPieceTokenizerFromJson(path, root));
+  }
+  if (type != nullptr && type->is_string() && type->get<std::string>() == "Unigram") {
+    return AsTokenizer(UnigramTokenizerFromJson(path, root));
   }
   return AsTokenizer(BpeTokenizerFromJson(path, root));
 }

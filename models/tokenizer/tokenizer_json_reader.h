@@ -1,5 +1,6 @@
 // TokenizerJsonReader: field access and errors for the tokenizer.json loaders (BPE:
-// tokenizer_json_loader.cc, WordPiece: wordpiece_json_loader.cc). Internal to models/tokenizer.
+// tokenizer_json_loader.cc, WordPiece: wordpiece_json_loader.cc, Unigram:
+// unigram_json_loader.cc). Internal to models/tokenizer.
 #pragma once
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include "models/tokenizer/added_token_matcher.h"
 #include "models/tokenizer/bpe_model.h"
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "models/tokenizer/unigram_tokenizer.h"
 #include "models/tokenizer/wordpiece_tokenizer.h"
 
 namespace geotrain::models {
@@ -90,5 +92,7 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizerFromJson(const std::string& 
                                                              const nlohmann::json& root);
 StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizerFromJson(
     const std::string& path, const nlohmann::json& root);
+StatusOr<std::unique_ptr<UnigramTokenizer>> UnigramTokenizerFromJson(const std::string& path,
+                                                                     const nlohmann::json& root);
 
 }  // namespace geotrain::models

@@ -12,6 +12,10 @@
 //  - vocab.txt (BERT's original file, one token per line, the line number its id): WordPiece with
 //    the defaults of transformers' BertTokenizerFast, which tokenizer_config.json's
 //    do_lower_case, strip_accents and tokenize_chinese_chars override.
+//  - tokenizer.json with model.type "Unigram" (SentencePiece; DeBERTa-v2/v3 as transformers'
+//    DebertaV2Tokenizer writes it): normalizers Replace (a literal, or DeBERTa's white space
+//    Regex), NFC and Strip, the Metaspace pre-tokenizer and decoder; byte_fallback, NFKC,
+//    Precompiled, Lowercase, Punctuation and other settings are refused by name.
 // Errors name the file and the field. Thread-safe (no shared state).
 #pragma once
 
@@ -23,6 +27,7 @@
 #include "common/status.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/tokenizer.h"
+#include "models/tokenizer/unigram_tokenizer.h"
 #include "models/tokenizer/wordpiece_tokenizer.h"
 
 namespace geotrain::models {
@@ -57,12 +62,15 @@ StatusOr<std::unique_ptr<WordPieceTokenizer>> LoadWordPieceVocab(
 // A WordPiece tokenizer.json (any other model is refused).
 StatusOr<std::unique_ptr<WordPieceTokenizer>> LoadWordPieceTokenizerJson(const std::string& path);
 
-// A tokenizer.json of either model, by model.type.
+// A Unigram tokenizer.json (SentencePiece, DeBERTa-v2/v3; any other model is refused).
+StatusOr<std::unique_ptr<UnigramTokenizer>> LoadUnigramTokenizerJson(const std::string& path);
+
+// A tokenizer.json of any of these models, by model.type.
 StatusOr<std::unique_ptr<Tokenizer>> LoadAnyTokenizerJson(const std::string& path);
 
-// `dir`/tokenizer.json when present (BPE or WordPiece by model.type), else `dir`/vocab.json +
-// `dir`/merges.txt (BPE), else `dir`/vocab.txt (WordPiece, with `dir`/tokenizer_config.json's
-// settings when that exists).
+// `dir`/tokenizer.json when present (BPE, WordPiece or Unigram by model.type), else
+// `dir`/vocab.json + `dir`/merges.txt (BPE), else `dir`/vocab.txt (WordPiece, with
+// `dir`/tokenizer_config.json's settings when that exists).
 StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerDirectory(const std::string& dir);
 
 }  // namespace geotrain::models
