@@ -469,6 +469,31 @@ TEST(StageRuntimeClassification, DebertaPipelineSumsItsSharedRelativeEmbeddings)
   }
 }
 
+TEST(StageRuntimeClassification, DebertaFineTuneScoresAboveChance) {
+  geotrain::testing::TempDir dir;
+  StageAssignment job = TinyClassifierJob(dir, 2, 2, kTinyDebertaV3);
+  job.training.total_steps = 40;
+  job.training.eval_every = 40;
+  job.training.eval_batches = 4;
+  std::mutex mu;
+  std::optional<StepResult> last;
+  RunRanks(job, /*tied_embeddings=*/false,
+           [&](int, const StageAssignment& assignment, StageLinks links) {
+             auto runtime = StageRuntime::Create(assignment, std::move(links));
+             ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+             const Status status = (*runtime)->Run([&](const StepResult& result) {
+               std::lock_guard<std::mutex> lock(mu);
+               if (assignment.is_last_stage() && assignment.dp_rank == 0) last = result;
+             });
+             ASSERT_TRUE(status.ok()) << status.ToString();
+           });
+  ASSERT_TRUE(last && last->eval_metrics);
+  std::printf("  deberta after 40 steps: eval loss %.4f, accuracy %.3f, F1 %.3f, MCC %.3f\n",
+              *last->eval_loss, last->eval_metrics->accuracy, last->eval_metrics->f1,
+              last->eval_metrics->mcc);
+  EXPECT_GT(last->eval_metrics->accuracy, 0.75);
+}
+
 TEST(StageRuntimeClassification, ATaskThatDoesNotFitTheModelIsRefused) {
   geotrain::testing::TempDir dir;
   StageAssignment job = TinyClassifierJob(dir, 1, 1);

@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(GoldenModels, StageSplitTest,
 // like the golden checkpoints: 2 and 4 stages give the unsplit logits and gradients, in float64.
 TEST(StageSplitTest, ModelInitPresetsSplitLikeTheUnsplitModel) {
   for (const std::string preset : {"gpt2-tiny", "llama-tiny", "opt-tiny", "gpt-neox-tiny",
-                                   "gptj-tiny", "bert-tiny"}) {
+                                   "gptj-tiny", "bert-tiny", "deberta-v3-tiny"}) {
     SCOPED_TRACE(preset);
     const StatusOr<ModelConfig> config =
         LoadModelConfig(std::string(GEOTRAIN_SOURCE_DIR) + "/examples/models/" + preset);
