@@ -186,11 +186,21 @@ StatusOr<int64_t> HeadDim(const ConfigFields& fields, const ModelConfig& config,
   return config.hidden_size / config.num_heads;
 }
 
-Status ParseOpt(const ConfigFields& fields, ModelConfig* config) {
-  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "ffn_dim", config));
+// ParseStandardSizes for a model with plain multi-head attention (every head its own keys and
+// values, heads of hidden_size / num_attention_heads) whose embeddings are hidden_size wide
+// unless the caller reads otherwise.
+Status ParseMultiHeadSizes(const ConfigFields& fields, const char* mlp_field,
+                           ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, mlp_field, config));
   config->num_kv_heads = config->num_heads;
   GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
                             HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
+  config->embedding_dim = config->hidden_size;
+  return OkStatus();
+}
+
+Status ParseOpt(const ConfigFields& fields, ModelConfig* config) {
+  GEOTRAIN_RETURN_IF_ERROR(ParseMultiHeadSizes(fields, "ffn_dim", config));
   GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
                             fields.OptionalSize("max_position_embeddings", 2048, kMaxDimension));
   GEOTRAIN_ASSIGN_OR_RETURN(
@@ -323,11 +333,7 @@ Status CheckRotaryDim(const ConfigFields& fields, const std::string& field, int6
 }
 
 Status ParseGptNeoX(const ConfigFields& fields, ModelConfig* config) {
-  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
-  config->num_kv_heads = config->num_heads;
-  GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
-                            HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
-  config->embedding_dim = config->hidden_size;
+  GEOTRAIN_RETURN_IF_ERROR(ParseMultiHeadSizes(fields, "intermediate_size", config));
   GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
                             fields.OptionalSize("max_position_embeddings", 2048, kMaxDimension));
   GEOTRAIN_ASSIGN_OR_RETURN(config->norm_eps,
@@ -404,11 +410,7 @@ Status ParseClassifierLabels(const ConfigFields& fields, ModelConfig* config) {
 }
 
 Status ParseBert(const ConfigFields& fields, ModelConfig* config) {
-  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
-  config->num_kv_heads = config->num_heads;
-  GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
-                            HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
-  config->embedding_dim = config->hidden_size;
+  GEOTRAIN_RETURN_IF_ERROR(ParseMultiHeadSizes(fields, "intermediate_size", config));
   GEOTRAIN_ASSIGN_OR_RETURN(config->max_positions,
                             fields.OptionalSize("max_position_embeddings", 512, kMaxDimension));
   GEOTRAIN_ASSIGN_OR_RETURN(config->type_vocab_size,
@@ -475,10 +477,7 @@ StatusOr<std::vector<std::string>> ParseDebertaList(const ConfigFields& fields,
 // share_att_key, norm_rel_ebd, embedding_size, conv_kernel_size, conv_groups, conv_act); their
 // defaults here are those.
 Status ParseDebertaV2(const ConfigFields& fields, ModelConfig* config) {
-  GEOTRAIN_RETURN_IF_ERROR(ParseStandardSizes(fields, "intermediate_size", config));
-  config->num_kv_heads = config->num_heads;
-  GEOTRAIN_ASSIGN_OR_RETURN(config->head_dim,
-                            HeadDim(fields, *config, "num_attention_heads", "hidden_size"));
+  GEOTRAIN_RETURN_IF_ERROR(ParseMultiHeadSizes(fields, "intermediate_size", config));
   // deberta-v2-xlarge's attention_head_size is hidden / heads; any other would change every
   // attention projection's width.
   GEOTRAIN_ASSIGN_OR_RETURN(

@@ -162,8 +162,10 @@ TEST(StageCheckpointTest, RandomPresetsTrain) {
         }
       }
     }
-    // Near-uniform predictions at init (GPT-J's parallel residual starts a little further off).
-    EXPECT_NEAR(losses.front(), std::log(50257.0), 0.2);
+    // Near-uniform predictions at init. GPT-J adds attention and MLP of the same normalised
+    // input to the residual in every layer, so its initial logits spread a little more (measured
+    // 10.94 against ln 50257 = 10.82).
+    EXPECT_NEAR(losses.front(), std::log(50257.0), preset == "gptj-tiny" ? 0.2 : 0.1);
     for (double l : losses) std::printf(" %.4f", l);
     std::printf("\n");
     EXPECT_LT(losses.back(), losses.front() - 1.0);
