@@ -3,6 +3,7 @@
 // unigram_json_loader.cc). Internal to models/tokenizer.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,6 +39,20 @@ class TokenizerJsonReader {
   static const json* Field(const json& parent, const char* key) {
     auto it = parent.find(key);
     return it == parent.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  // Refuses keys the loader does not know: a newer library's option would otherwise be ignored.
+  Status CheckKeys(const json& object, const std::string& field,
+                   std::initializer_list<const char*> known) const {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      bool found = false;
+      for (const char* key : known) found = found || it.key() == key;
+      if (!found) {
+        return Unsupported(field + "." + it.key(), it.value().dump().substr(0, 200),
+                           "not implemented");
+      }
+    }
+    return OkStatus();
   }
 
   StatusOr<bool> Bool(const json& parent, const char* key, const std::string& field,

@@ -252,20 +252,6 @@ class UnigramJsonChecks : public TokenizerJsonReader {
     GEOTRAIN_ASSIGN_OR_RETURN(*split, Bool(metaspace, "split", field + ".split", true));
     return OkStatus();
   }
-
-  // Refuses keys the loader does not know: a newer library's option would otherwise be ignored.
-  Status CheckKeys(const json& object, const std::string& field,
-                   std::initializer_list<const char*> known) const {
-    for (auto it = object.begin(); it != object.end(); ++it) {
-      bool found = false;
-      for (const char* key : known) found = found || it.key() == key;
-      if (!found) {
-        return Unsupported(field + "." + it.key(), it.value().dump().substr(0, 200),
-                           "not implemented");
-      }
-    }
-    return OkStatus();
-  }
 };
 
 }  // namespace

@@ -154,20 +154,6 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
     if (!value->is_string()) return Error(field, "expected a string, got " + JsonKindName(*value));
     return value->get<std::string>();
   }
-
-  // Refuses keys the loader does not know: a newer library's option would otherwise be ignored.
-  Status CheckKeys(const json& object, const std::string& field,
-                   std::initializer_list<const char*> known) const {
-    for (auto it = object.begin(); it != object.end(); ++it) {
-      bool found = false;
-      for (const char* key : known) found = found || it.key() == key;
-      if (!found) {
-        return Unsupported(field + "." + it.key(), it.value().dump().substr(0, 200),
-                           "not implemented");
-      }
-    }
-    return OkStatus();
-  }
 };
 
 }  // namespace
