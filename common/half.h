@@ -8,21 +8,23 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/host_device.h"
+
 namespace geotrain {
 
-inline uint32_t FloatBits(float f) {
+GEOTRAIN_HOST_DEVICE inline uint32_t FloatBits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
 }
-inline float BitsToFloat(uint32_t u) {
+GEOTRAIN_HOST_DEVICE inline float BitsToFloat(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
 
 // float32 -> fp16 bits, round to nearest even (after F. Giesen's public-domain float_to_half).
-inline uint16_t FloatToHalf(float value) {
+GEOTRAIN_HOST_DEVICE inline uint16_t FloatToHalf(float value) {
   uint32_t x = FloatBits(value);
   const uint32_t sign = x & 0x80000000u;
   x ^= sign;
@@ -42,7 +44,7 @@ inline uint16_t FloatToHalf(float value) {
   return static_cast<uint16_t>(out | (sign >> 16));
 }
 
-inline float HalfToFloat(uint16_t h) {
+GEOTRAIN_HOST_DEVICE inline float HalfToFloat(uint16_t h) {
   const uint32_t shifted_exp = 0x7c00u << 13;
   uint32_t bits = (h & 0x7fffu) << 13;
   const uint32_t exp = shifted_exp & bits;
@@ -57,20 +59,20 @@ inline float HalfToFloat(uint16_t h) {
 }
 
 // The smallest fp16 value >= `value` for finite non-negative `value` (a scale that never clips).
-inline uint16_t FloatToHalfRoundUp(float value) {
+GEOTRAIN_HOST_DEVICE inline uint16_t FloatToHalfRoundUp(float value) {
   uint16_t h = FloatToHalf(value);
   if (HalfToFloat(h) < value && h < 0x7c00) ++h;
   return h;
 }
 
-inline uint16_t FloatToBFloat16(float value) {
+GEOTRAIN_HOST_DEVICE inline uint16_t FloatToBFloat16(float value) {
   uint32_t x = FloatBits(value);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
 }
 
-inline float BFloat16ToFloat(uint16_t b) { return BitsToFloat(static_cast<uint32_t>(b) << 16); }
+GEOTRAIN_HOST_DEVICE inline float BFloat16ToFloat(uint16_t b) { return BitsToFloat(static_cast<uint32_t>(b) << 16); }
 
 // Bulk conversions; vectorised with F16C where the build enables it.
 void FloatToHalf(const float* in, uint16_t* out, size_t n);

@@ -5,22 +5,24 @@
 
 #include <cstdint>
 
+#include "common/host_device.h"
+
 namespace geotrain {
 
 // SplitMix64's finaliser: a bijective 64-bit mix with good avalanche.
-inline uint64_t Mix64(uint64_t z) {
+GEOTRAIN_HOST_DEVICE inline uint64_t Mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
-inline uint64_t HashCounter(uint64_t seed, uint64_t stream, uint64_t index) {
+GEOTRAIN_HOST_DEVICE inline uint64_t HashCounter(uint64_t seed, uint64_t stream, uint64_t index) {
   return Mix64(Mix64(seed ^ 0x9e3779b97f4a7c15ull) ^ Mix64(stream + 0x632be59bd9b4e019ull) ^
                (index * 0x9e3779b97f4a7c15ull));
 }
 
 // Uniform float in [0, 1) with 24 random bits.
-inline float UniformFromHash(uint64_t h) { return static_cast<float>(h >> 40) * 0x1.0p-24f; }
+GEOTRAIN_HOST_DEVICE inline float UniformFromHash(uint64_t h) { return static_cast<float>(h >> 40) * 0x1.0p-24f; }
 
 // A small, fast generator for sequences (initial factors, test data): xoshiro256**-like quality
 // is not needed; SplitMix64 is enough and trivially reproducible.

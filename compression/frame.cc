@@ -110,15 +110,17 @@ void ConvertToFloat(const void* in, DType dtype, float* out, size_t n) {
   }
 }
 
-Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* frame,
-                   EncodeStats* stats) {
-  if (input.shape.size() > kMaxFrameRank) {
-    return InvalidArgument("input.shape: rank " + std::to_string(input.shape.size()) +
+namespace {
+
+// The element count of `shape`, checked against the frame limits.
+StatusOr<int64_t> CheckedElements(const Shape& shape) {
+  if (shape.size() > kMaxFrameRank) {
+    return InvalidArgument("input.shape: rank " + std::to_string(shape.size()) +
                            " exceeds the maximum of " + std::to_string(kMaxFrameRank));
   }
   int64_t elements = 1;
-  for (size_t i = 0; i < input.shape.size(); ++i) {
-    const int64_t d = input.shape[i];
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = shape[i];
     if (d < 0) return InvalidArgument("input.shape[" + std::to_string(i) + "]: negative");
     if (d > FrameLimits().max_elements) {
       return InvalidArgument("input.shape[" + std::to_string(i) + "]: " + std::to_string(d) +
@@ -130,15 +132,35 @@ Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* 
     }
     elements *= d;
   }
-  if (elements > 0 && input.data == nullptr) return InvalidArgument("input.data: null");
+  return elements;
+}
 
+}  // namespace
+
+Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* frame,
+                   EncodeStats* stats) {
+  GEOTRAIN_ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(input.shape));
+  if (elements > 0 && input.data == nullptr) return InvalidArgument("input.data: null");
   std::vector<float> converted;
-  const float* values = static_cast<const float*>(input.data);
+  TensorView as_float = input;
   if (input.dtype != DType::kFloat32) {
     converted.resize(elements);
     ConvertToFloat(input.data, input.dtype, converted.data(), elements);
-    values = converted.data();
+    as_float.data = converted.data();
   }
+  return EncodeFrameWith(
+      codec.id(), codec.config().zstd_level, as_float,
+      [&codec](const EncodeInput& in, ByteWriter* params, ByteWriter* payload, ErrorSums* error) {
+        return codec.Encode(in, params, payload, error);
+      },
+      frame, stats);
+}
+
+Status EncodeFrameWith(CodecId codec, int zstd_level, const TensorView& input,
+                       const EncodeStep& encode, std::vector<uint8_t>* frame,
+                       EncodeStats* stats) {
+  GEOTRAIN_ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(input.shape));
+  if (elements > 0 && input.data == nullptr) return InvalidArgument("input.data: null");
 
   frame->clear();
   const size_t payload_at = kFrameHeaderBytes + 8 * input.shape.size();
@@ -148,7 +170,7 @@ Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* 
   }
 
   EncodeInput in;
-  in.data = values;
+  in.data = static_cast<const float*>(input.data);
   in.shape = input.shape;
   in.elements = elements;
   in.sample_ids = input.sample_ids;
@@ -157,14 +179,13 @@ Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* 
   ByteWriter params_writer(&params);
   ByteWriter payload_writer(frame);
   ErrorSums error;
-  GEOTRAIN_RETURN_IF_ERROR(codec.Encode(in, &params_writer, &payload_writer, &error)
-                               .WithContext(std::string("encoding with ") + CodecName(codec.id())));
+  GEOTRAIN_RETURN_IF_ERROR(encode(in, &params_writer, &payload_writer, &error)
+                               .WithContext(std::string("encoding with ") + CodecName(codec)));
 
   const uint64_t raw_payload_len = frame->size() - payload_at;
   uint8_t flags = 0;
-  if (codec.config().zstd_level > 0) {
-    GEOTRAIN_RETURN_IF_ERROR(
-        CompressPayload(codec.config().zstd_level, frame, payload_at, raw_payload_len));
+  if (zstd_level > 0) {
+    GEOTRAIN_RETURN_IF_ERROR(CompressPayload(zstd_level, frame, payload_at, raw_payload_len));
     flags |= kFrameFlagZstd;
   }
   const uint64_t payload_len = frame->size() - payload_at;
@@ -175,7 +196,7 @@ Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* 
   const uint32_t params_len = static_cast<uint32_t>(params.size());
   std::memcpy(h, &magic, 4);
   h[4] = kFrameVersion;
-  h[5] = static_cast<uint8_t>(codec.id());
+  h[5] = static_cast<uint8_t>(codec);
   h[6] = static_cast<uint8_t>(input.dtype);
   h[7] = flags;
   h[8] = static_cast<uint8_t>(input.shape.size());

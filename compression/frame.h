@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/span.h"
@@ -57,6 +58,19 @@ struct EncodeStats {
 // compressed with zstd at that level.
 Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* frame,
                    EncodeStats* stats = nullptr);
+
+// A codec's encode step: what EncodeFrameWith runs between its checks and the sealing.
+using EncodeStep = std::function<Status(const EncodeInput& input, ByteWriter* params,
+                                        ByteWriter* payload, ErrorSums* error)>;
+
+// EncodeFrame with the encode step given, for codecs that are not a `Codec` (the CUDA codecs of
+// compression/cuda/, whose input lives in device memory): `input.data` reaches `encode` as it is,
+// without a dtype conversion, so it must already be float32 values where `encode` reads them;
+// `input.dtype` is only recorded in the header. Frames are byte-identical to EncodeFrame's for the
+// same params and payload.
+Status EncodeFrameWith(CodecId codec, int zstd_level, const TensorView& input,
+                       const EncodeStep& encode, std::vector<uint8_t>* frame,
+                       EncodeStats* stats = nullptr);
 
 // The total size of the frame whose first kFrameHeaderBytes bytes are `header`: lets a transport
 // read a header, check it, then read exactly the rest.

@@ -1,0 +1,12 @@
+// Constructors of the concrete CUDA codecs, used by MakeCudaCodec (cuda_codec.cc).
+#pragma once
+
+#include <memory>
+
+#include "compression/cuda/cuda_codec.h"
+
+namespace geotrain::compression::cuda {
+
+StatusOr<std::unique_ptr<CudaCodec>> NewFixpointCudaCodec(const CodecConfig& config, Stream stream);
+
+}  // namespace geotrain::compression::cuda
