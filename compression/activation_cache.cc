@@ -62,14 +62,18 @@ StatusOr<std::unique_ptr<ActivationCache>> ActivationCache::Create(
   return std::unique_ptr<ActivationCache>(new ActivationCache(options));
 }
 
-Status ActivationCache::CheckSampleShape(int64_t rows, int64_t cols) const {
+Status CheckCacheSampleShape(int64_t rows, int64_t cols, int64_t fixed_rows, int64_t fixed_cols) {
   if (rows < 1 || cols < 1) {
     return InvalidArgument("sample shape " + ShapeText(rows, cols) + " is empty");
   }
-  if (rows_ == 0 || (rows == rows_ && cols == cols_)) return OkStatus();
+  if (fixed_rows == 0 || (rows == fixed_rows && cols == fixed_cols)) return OkStatus();
   return InvalidArgument("sample shape " + ShapeText(rows, cols) + " differs from " +
-                         ShapeText(rows_, cols_) +
+                         ShapeText(fixed_rows, fixed_cols) +
                          ", the shape fixed by the activation cache's first sample");
+}
+
+Status ActivationCache::CheckSampleShape(int64_t rows, int64_t cols) const {
+  return CheckCacheSampleShape(rows, cols, rows_, cols_);
 }
 
 Status ActivationCache::UseSampleShape(int64_t rows, int64_t cols) {
@@ -88,24 +92,8 @@ Status ActivationCache::UseSampleShape(int64_t rows, int64_t cols) {
   return OkStatus();
 }
 
-Status ActivationCache::CheckRoomFor(int64_t new_samples) const {
-  if (options_.full_policy == CacheFullPolicy::kEvictLeastRecent ||
-      size() + new_samples <= capacity()) {
-    return OkStatus();
-  }
-  return ResourceExhausted("max_cache_samples: the activation cache holds " +
-                           std::to_string(size()) + " of " + std::to_string(capacity()) +
-                           " samples and cache_full_policy=error refuses " +
-                           std::to_string(new_samples) + " more");
-}
-
-const ActivationCache::Entry* ActivationCache::Find(uint64_t id) const {
-  const auto it = entries_.find(id);
-  return it == entries_.end() ? nullptr : &it->second;
-}
-
 Status ActivationCache::Lookup(uint64_t id, float* out) const {
-  const Entry* entry = Find(id);
+  const Entry* entry = slots_.Find(id);
   if (!entry) return NotFound("activation cache: sample " + std::to_string(id) + " is not cached");
   const uint8_t* slot = file_->slot(entry->slot);
   if (options_.cache_bits == 0) {
@@ -120,7 +108,7 @@ Status ActivationCache::Lookup(uint64_t id, float* out) const {
 }
 
 Status ActivationCache::Subtract(uint64_t id, const float* values, float* delta) const {
-  const Entry* entry = Find(id);
+  const Entry* entry = slots_.Find(id);
   if (!entry) return NotFound("activation cache: sample " + std::to_string(id) + " is not cached");
   bool in_range;
   if (options_.cache_bits == 0) {
@@ -139,31 +127,7 @@ StatusOr<ActivationCache::Entry*> ActivationCache::Acquire(uint64_t id) {
   if (!file_) {
     return FailedPrecondition("activation cache: no sample shape yet (call UseSampleShape)");
   }
-  auto it = entries_.find(id);
-  if (it != entries_.end()) {
-    recency_.splice(recency_.end(), recency_, it->second.recency);
-    return &it->second;
-  }
-  int64_t slot;
-  if (size() == capacity()) {
-    GEOTRAIN_RETURN_IF_ERROR(CheckRoomFor(1));
-    const uint64_t victim = recency_.front();  // the least recently written sample
-    slot = entries_.at(victim).slot;
-    entries_.erase(victim);
-    recency_.pop_front();
-  } else if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    GEOTRAIN_RETURN_IF_ERROR(file_->Reserve(fresh_slots_used_));
-    slot = fresh_slots_used_++;
-  }
-  recency_.push_back(id);
-  Entry& entry = entries_[id];
-  entry.slot = slot;
-  entry.recency = std::prev(recency_.end());
-  entry.content_hash = 0;
-  return &entry;
+  return slots_.Acquire(id, [this](int64_t slot) { return file_->Reserve(slot); });
 }
 
 Status ActivationCache::WriteLowBits(Entry* entry, const float* values) {
@@ -239,37 +203,21 @@ Status ActivationCache::AccumulateDelta(uint64_t id, const float* delta, float* 
   return OkStatus();
 }
 
-void ActivationCache::Touch(uint64_t id) {
-  const auto it = entries_.find(id);
-  if (it != entries_.end()) recency_.splice(recency_.end(), recency_, it->second.recency);
-}
-
-void ActivationCache::Erase(uint64_t id) {
-  const auto it = entries_.find(id);
-  if (it == entries_.end()) return;
-  free_slots_.push_back(it->second.slot);
-  recency_.erase(it->second.recency);
-  entries_.erase(it);
-}
-
 void ActivationCache::Clear() {
-  entries_.clear();
-  recency_.clear();
-  free_slots_.clear();
-  fresh_slots_used_ = 0;
+  slots_.Clear();
   file_.reset();
   rows_ = cols_ = 0;
   sample_bytes_ = 0;
 }
 
 Span<const uint8_t> ActivationCache::SampleBytes(uint64_t id) const {
-  const Entry* entry = Find(id);
+  const Entry* entry = slots_.Find(id);
   if (!entry) return {};
   return Span<const uint8_t>(file_->slot(entry->slot), sample_bytes_);
 }
 
 uint64_t ActivationCache::ContentHash(uint64_t id) const {
-  const Entry* entry = Find(id);
+  const Entry* entry = slots_.Find(id);
   return entry ? entry->content_hash : 0;
 }
 

@@ -22,16 +22,15 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "common/span.h"
 #include "common/status.h"
 #include "compression/codec_config.h"
 #include "compression/mapped_slot_file.h"
+#include "compression/sample_slots.h"
 #include "compression/types.h"
 
 namespace geotrain::compression {
@@ -43,6 +42,10 @@ struct ActivationCacheOptions {
   int cache_bits = 0;
   std::string dir;  // where the backing file is created; empty: $TMPDIR or /tmp
 };
+
+// OK if samples of [rows, cols] fit a cache whose sample shape is [fixed_rows, fixed_cols]
+// (0 x 0: none fixed yet); the refusal names both shapes.
+Status CheckCacheSampleShape(int64_t rows, int64_t cols, int64_t fixed_rows, int64_t fixed_cols);
 
 class ActivationCache {
  public:
@@ -56,9 +59,9 @@ class ActivationCache {
   // CheckSampleShape.
   Status UseSampleShape(int64_t rows, int64_t cols);
 
-  bool Contains(uint64_t id) const { return entries_.count(id) != 0; }
+  bool Contains(uint64_t id) const { return slots_.Contains(id); }
   // OK if `new_samples` samples not yet cached can be stored now (always, under eviction).
-  Status CheckRoomFor(int64_t new_samples) const;
+  Status CheckRoomFor(int64_t new_samples) const { return slots_.CheckRoomFor(new_samples); }
 
   // m(id) as float32 (sample_elements() values). NOT_FOUND if absent.
   Status Lookup(uint64_t id, float* out) const;
@@ -79,9 +82,9 @@ class ActivationCache {
   Status AccumulateDelta(uint64_t id, const float* delta, float* reconstruction,
                          const float* reference, ErrorSums* error);
   // Makes `id` the most recent sample without changing it (no-op if absent).
-  void Touch(uint64_t id);
+  void Touch(uint64_t id) { slots_.Touch(id); }
   // Drops `id` (no-op if absent).
-  void Erase(uint64_t id);
+  void Erase(uint64_t id) { slots_.Erase(id); }
   // Drops every sample and the sample shape, and releases the backing file.
   void Clear();
 
@@ -90,9 +93,9 @@ class ActivationCache {
   // XXH3-64 of SampleBytes(id), kept since the last write; 0 if absent.
   uint64_t ContentHash(uint64_t id) const;
   // Cached ids, least recent first.
-  std::vector<uint64_t> IdsByRecency() const { return {recency_.begin(), recency_.end()}; }
+  std::vector<uint64_t> IdsByRecency() const { return slots_.IdsByRecency(); }
 
-  int64_t size() const { return static_cast<int64_t>(entries_.size()); }
+  int64_t size() const { return slots_.size(); }
   int64_t capacity() const { return options_.max_samples; }
   int cache_bits() const { return options_.cache_bits; }
   CacheFullPolicy full_policy() const { return options_.full_policy; }
@@ -104,15 +107,11 @@ class ActivationCache {
   size_t sample_bytes() const { return sample_bytes_; }
 
  private:
-  struct Entry {
-    int64_t slot;
-    std::list<uint64_t>::iterator recency;
-    uint64_t content_hash;
-  };
+  using Entry = SampleSlots::Entry;
 
-  explicit ActivationCache(ActivationCacheOptions options) : options_(std::move(options)) {}
+  explicit ActivationCache(ActivationCacheOptions options)
+      : options_(std::move(options)), slots_(options_.max_samples, options_.full_policy) {}
 
-  const Entry* Find(uint64_t id) const;
   // The entry for `id`, inserted (with a reserved slot) if absent, and made the most recent.
   StatusOr<Entry*> Acquire(uint64_t id);
   // Writes the float32 values as a low-bit block into the entry's slot.
@@ -123,10 +122,7 @@ class ActivationCache {
   int64_t rows_ = 0, cols_ = 0;
   size_t sample_bytes_ = 0;  // bytes of one stored sample (a slot may be padded beyond)
   std::unique_ptr<MappedSlotFile> file_;
-  std::unordered_map<uint64_t, Entry> entries_;
-  std::list<uint64_t> recency_;     // least recent first
-  std::vector<int64_t> free_slots_;  // reserved slots released by Erase
-  int64_t fresh_slots_used_ = 0;     // slots [0, fresh_slots_used_) have been reserved
+  SampleSlots slots_;
   // Scratch for low-bit slots (decoded values, the re-quantized block).
   mutable std::vector<float> values_scratch_;
   std::vector<uint8_t> block_scratch_;

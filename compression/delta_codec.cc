@@ -26,59 +26,17 @@
 #include "compression/delta_codec.h"
 
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "common/hash_random.h"
 #include "compression/codecs.h"
+#include "compression/delta_checks.h"
 #include "compression/delta_params.h"
 #include "compression/fixpoint_block.h"
 #include "compression/half_kernels.h"
 
 namespace geotrain::compression {
 namespace {
-
-// A micro-batch viewed as `samples` samples of [rows, cols].
-struct SampleGeometry {
-  int64_t samples = 0;
-  int64_t rows = 0;
-  int64_t cols = 0;
-  int64_t elements() const { return rows * cols; }
-};
-
-// [B, d1, ..., dk, C] is B samples of [d1 * ... * dk, C]; [B, C] is B samples of [1, C]; [B] is B
-// samples of one value. Wire shapes fail with DATA_LOSS, caller shapes with INVALID_ARGUMENT.
-Status GetSampleGeometry(const Shape& shape, int64_t elements, const char* field, bool from_wire,
-                         SampleGeometry* g) {
-  auto fail = [&](const std::string& why) {
-    const std::string m = std::string(field) + ": " + ShapeString(shape) + " " + why;
-    return from_wire ? DataLoss(m) : InvalidArgument(m);
-  };
-  if (shape.empty()) return fail("has no leading sample dimension");
-  for (int64_t d : shape) {
-    if (d < 0) return fail("has a negative dimension");
-  }
-  g->samples = shape[0];
-  g->cols = shape.size() >= 2 ? shape.back() : 1;
-  g->rows = 1;
-  for (size_t i = 1; i + 1 < shape.size(); ++i) {
-    if (__builtin_mul_overflow(g->rows, shape[i], &g->rows)) return fail("overflows");
-  }
-  int64_t total = 0;
-  if (__builtin_mul_overflow(g->rows, g->cols, &total) ||
-      __builtin_mul_overflow(total, g->samples, &total)) {
-    return fail("overflows");
-  }
-  if (g->samples > 0 && g->elements() == 0) return fail("has empty samples");
-  if (total != elements) {
-    return fail("holds " + std::to_string(total) + " values, not " + std::to_string(elements));
-  }
-  return OkStatus();
-}
-
-std::string Indexed(const char* field, size_t i) {
-  return std::string(field) + "[" + std::to_string(i) + "]";
-}
 
 ActivationCacheOptions CacheOptionsFor(const CodecConfig& config) {
   ActivationCacheOptions options;
@@ -87,10 +45,6 @@ ActivationCacheOptions CacheOptionsFor(const CodecConfig& config) {
   options.cache_bits = config.codec == CodecId::kDeltaLowBits ? config.cache_bits : 0;
   options.dir = config.cache_dir;
   return options;
-}
-
-const char* PolicyName(CacheFullPolicy policy) {
-  return policy == CacheFullPolicy::kError ? "error" : "evict-least-recent";
 }
 
 // What step 2 needs for one sample: the fp16 bytes of a full sample, or the dequantized delta of
@@ -115,8 +69,6 @@ class DeltaCodec final : public Codec {
   ActivationCache* cache() { return cache_.get(); }
 
  private:
-  // Checks that the frame's samples fit the cache: no more than its slots, and its sample shape.
-  Status CheckFitsCache(const SampleGeometry& g, const char* field) const;
   // Step 2 of the frame procedure (see the file comment), shared by both ends.
   template <typename UpdateFor>
   Status UpdateCache(const DeltaFrameParams& header, UpdateFor update_for, ErrorSums* error);
@@ -134,16 +86,6 @@ QuantLayout DeltaCodec::DeltaLayout(const SampleGeometry& g, ScaleMode mode, int
   layout.mode = mode;
   layout.tile = tile;
   return layout;
-}
-
-Status DeltaCodec::CheckFitsCache(const SampleGeometry& g, const char* field) const {
-  if (g.samples > cache_->capacity()) {
-    return InvalidArgument(std::string(field) + ": " + std::to_string(g.samples) +
-                           " samples in one frame exceed max_cache_samples=" +
-                           std::to_string(cache_->capacity()));
-  }
-  if (g.samples == 0) return OkStatus();
-  return cache_->CheckSampleShape(g.rows, g.cols).WithContext(field);
 }
 
 template <typename UpdateFor>
@@ -173,40 +115,8 @@ Status DeltaCodec::UpdateCache(const DeltaFrameParams& header, UpdateFor update_
 Status DeltaCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWriter* payload,
                           ErrorSums* error) {
   SampleGeometry g;
-  GEOTRAIN_RETURN_IF_ERROR(GetSampleGeometry(in.shape, in.elements, "input.shape", false, &g));
-  if (static_cast<int64_t>(in.sample_ids.size()) != g.samples) {
-    return InvalidArgument("input.sample_ids: " + std::to_string(in.sample_ids.size()) +
-                           " ids for " + std::to_string(g.samples) +
-                           " samples (shape[0]); delta codecs need one id per sample");
-  }
-  GEOTRAIN_RETURN_IF_ERROR(CheckFitsCache(g, "input.shape"));
-
   DeltaFrameParams header;
-  header.bits = config_.bits;
-  header.scale_mode = config_.scale_mode;
-  header.tile = config_.tile_size;
-  header.cache_bits = cache_->cache_bits();
-  header.full_policy = cache_->full_policy();
-  header.max_cache_samples = static_cast<uint64_t>(cache_->capacity());
-  header.samples.resize(g.samples);
-  std::unordered_set<uint64_t> seen;
-  int64_t new_samples = 0;
-  for (int64_t i = 0; i < g.samples; ++i) {
-    DeltaSampleHeader& s = header.samples[i];
-    s.id = in.sample_ids[i];
-    if (!seen.insert(s.id).second) {
-      return InvalidArgument(Indexed("input.sample_ids", i) + ": duplicate id " +
-                             std::to_string(s.id) + " in one frame");
-    }
-    if (cache_->Contains(s.id)) {
-      s.kind = DeltaSampleKind::kDelta;
-      s.base_hash = cache_->ContentHash(s.id);
-    } else {
-      ++new_samples;
-    }
-  }
-  GEOTRAIN_RETURN_IF_ERROR(cache_->CheckRoomFor(new_samples));
-  if (g.samples > 0) GEOTRAIN_RETURN_IF_ERROR(cache_->UseSampleShape(g.rows, g.cols));
+  GEOTRAIN_RETURN_IF_ERROR(PrepareDeltaFrame(in, config_, cache_.get(), &g, &header));
   header.Write(params);
 
   // Step 1: the payload. The cache is only read.
@@ -270,43 +180,7 @@ Status DeltaCodec::Decode(const FrameContent& frame, float* out) {
   GEOTRAIN_RETURN_IF_ERROR(DeltaFrameParams::Read(frame.params, &header));
   SampleGeometry g;
   GEOTRAIN_RETURN_IF_ERROR(GetSampleGeometry(frame.shape, frame.elements, "frame.shape", true, &g));
-  if (static_cast<int64_t>(header.samples.size()) != g.samples) {
-    return DataLoss("delta.num_samples: " + std::to_string(header.samples.size()) +
-                    " but frame.shape[0] is " + std::to_string(g.samples));
-  }
-  // The two ends' caches must have the same format and bounds, or they would drift apart.
-  if (header.cache_bits != cache_->cache_bits()) {
-    return FailedPrecondition("delta.cache_bits: the sender's cache stores " +
-                              std::to_string(header.cache_bits) + "-bit samples, this receiver's " +
-                              std::to_string(cache_->cache_bits()) +
-                              "-bit (0 = fp16); configure both ends alike");
-  }
-  if (header.max_cache_samples != static_cast<uint64_t>(cache_->capacity()) ||
-      header.full_policy != cache_->full_policy()) {
-    return FailedPrecondition(
-        "delta.max_cache_samples: the sender's cache holds " +
-        std::to_string(header.max_cache_samples) + " samples (" + PolicyName(header.full_policy) +
-        "), this receiver's " + std::to_string(cache_->capacity()) + " (" +
-        PolicyName(cache_->full_policy()) + "); configure both ends alike");
-  }
-  GEOTRAIN_RETURN_IF_ERROR(CheckFitsCache(g, "frame.shape"));
-  int64_t new_samples = 0;
-  for (size_t i = 0; i < header.samples.size(); ++i) {
-    const DeltaSampleHeader& s = header.samples[i];
-    if (s.kind == DeltaSampleKind::kFull) {
-      new_samples += cache_->Contains(s.id) ? 0 : 1;
-    } else if (!cache_->Contains(s.id)) {
-      return FailedPrecondition(Indexed("delta.sample_ids", i) + ": sample " +
-                                std::to_string(s.id) +
-                                " is not in the receiver's cache (caches out of sync)");
-    } else if (cache_->ContentHash(s.id) != s.base_hash) {
-      return FailedPrecondition(Indexed("delta.base_hashes", i) + ": sample " +
-                                std::to_string(s.id) +
-                                " differs between the sender's and the receiver's cache (caches "
-                                "out of sync: a frame was lost or decoded by another codec)");
-    }
-  }
-  GEOTRAIN_RETURN_IF_ERROR(cache_->CheckRoomFor(new_samples));
+  GEOTRAIN_RETURN_IF_ERROR(CheckFrameAgainstCache(header, g, *cache_));
 
   // Step 1: parse the whole payload: full samples into `out`, deltas into `out` for now.
   const int64_t n = g.elements();

@@ -28,6 +28,7 @@ Status CudaCodec::AppendFromDevice(const void* device, size_t bytes, ByteWriter*
 bool HasCudaKernels(CodecId codec) {
   switch (codec) {
     case CodecId::kFixpoint: return true;
+    case CodecId::kDelta: return true;
     default: return false;
   }
 }
@@ -36,6 +37,7 @@ StatusOr<std::unique_ptr<CudaCodec>> MakeCudaCodec(const CodecConfig& config, St
   GEOTRAIN_RETURN_IF_ERROR(config.Validate());
   switch (config.codec) {
     case CodecId::kFixpoint: return NewFixpointCudaCodec(config, stream);
+    case CodecId::kDelta: return NewDeltaCudaCodec(config, stream);
     default:
       return FailedPrecondition(std::string("codec: ") + CodecName(config.codec) +
                            " has no CUDA kernels (fixpoint, delta, tah and cocktail do); encode it "

@@ -50,13 +50,19 @@ class CudaCodec {
   PinnedBytes staging_;
 };
 
-// Whether `codec` has CUDA kernels: fixpoint, delta, tah and cocktail.
+// Whether `codec` has CUDA kernels: fixpoint, delta (fp16 caches; delta-lowbits stays on the
+// CPU), tah and cocktail.
 bool HasCudaKernels(CodecId codec);
 
 // Builds the CUDA codec `config.codec` names (validating `config`); FAILED_PRECONDITION for
 // codecs without kernels.
 StatusOr<std::unique_ptr<CudaCodec>> MakeCudaCodec(const CodecConfig& config,
                                                    Stream stream = nullptr);
+
+class DeviceActivationCache;
+// The activation cache of a CUDA delta codec (to Clear after a checkpoint resume); nullptr for
+// other codecs.
+DeviceActivationCache* DeltaCudaCodecCache(CudaCodec* codec);
 
 // EncodeFrame for device input: float32, float16 or bfloat16 values in device memory (the 16-bit
 // ones are widened on the device). The frame is byte-identical to EncodeFrame's with the CPU codec.

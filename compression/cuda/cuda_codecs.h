@@ -8,5 +8,6 @@
 namespace geotrain::compression::cuda {
 
 StatusOr<std::unique_ptr<CudaCodec>> NewFixpointCudaCodec(const CodecConfig& config, Stream stream);
+StatusOr<std::unique_ptr<CudaCodec>> NewDeltaCudaCodec(const CodecConfig& config, Stream stream);
 
 }  // namespace geotrain::compression::cuda
