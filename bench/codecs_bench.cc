@@ -13,14 +13,10 @@
 #include "net/frame_sealer.h"
 
 namespace geotrain::bench {
-namespace {
 
 using namespace geotrain::compression;
 
-struct Setting {
-  std::string name;
-  CodecConfig config;
-};
+namespace {
 
 CodecConfig Config(CodecId id) {
   CodecConfig c;
@@ -28,8 +24,10 @@ CodecConfig Config(CodecId id) {
   return c;
 }
 
-std::vector<Setting> Settings() {
-  std::vector<Setting> s;
+}  // namespace
+
+std::vector<CodecSetting> CodecSettings() {
+  std::vector<CodecSetting> s;
   auto add = [&](std::string name, CodecConfig c) { s.push_back({std::move(name), c}); };
   add("none-f32", Config(CodecId::kNone));
   CodecConfig c = Config(CodecId::kNone);
@@ -89,6 +87,8 @@ std::vector<Setting> Settings() {
   add("cocktail-seeded", c);
   return s;
 }
+
+namespace {
 
 // AES-256-GCM frame sealing (net/frame_sealer.h), which every data-plane byte goes through when
 // the job has a frame key: seal and open GB/s of one frame of `bytes`, next to memcpy timed in
@@ -174,7 +174,7 @@ int RunCodecsBench(const CodecsBenchOptions& options) {
   std::vector<float> copy_target(elements, 0.0f);
 
   int failures = 0;
-  for (const Setting& setting : Settings()) {
+  for (const CodecSetting& setting : CodecSettings()) {
     if (!options.filter.empty() && setting.name.find(options.filter) == std::string::npos) continue;
     auto sender = MakeCodec(setting.config);
     if (!sender.ok()) {

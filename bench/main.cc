@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   codecs_cmd->add_flag("--quick", codecs.quick, "fewer repetitions (CI smoke run)");
   codecs_cmd->add_option("--reps", codecs.reps, "timed repetitions per measurement (best is kept)");
   codecs_cmd->add_option("--filter", codecs.filter, "only settings whose name contains this");
+  codecs_cmd->add_option("--device", codecs.device, "cpu, or cuda: the CUDA codecs on device memory")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
 
   geotrain::bench::PlacementBenchOptions placement;
   CLI::App* placement_cmd = app.add_subcommand(
@@ -58,6 +61,16 @@ int main(int argc, char** argv) {
 #endif
 
   CLI11_PARSE(app, argc, argv);
+  if (codecs_cmd->parsed() && codecs.device == "cuda") {
+#ifdef GEOTRAIN_WITH_CUDA_CODECS
+    return geotrain::bench::RunCodecsCudaBench(codecs);
+#else
+    std::fprintf(stderr,
+                 "codecs --device cuda: this build has no CUDA codecs (configure with nvcc on PATH "
+                 "or -DGEOTRAIN_CUDA=ON; docs/gpu.md)\n");
+    return 2;
+#endif
+  }
   if (codecs_cmd->parsed()) return geotrain::bench::RunCodecsBench(codecs);
   if (placement_cmd->parsed()) return geotrain::bench::RunPlacementBench(placement);
 #ifdef GEOTRAIN_BENCH_WITH_TORCH
