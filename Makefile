@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test unit-test fuzz bench demo demo-short clean
+.PHONY: all deps configure build test unit-test fuzz bench demo demo-short gpu-build clean
 
 all: build
 
@@ -55,6 +55,14 @@ demo: build
 
 demo-short: build
 	bash scripts/demo.sh --model $(MODEL) --steps $(DEMO_SHORT_STEPS) $(DEMO_ARGS) $(BUILD_DIR)
+
+# On a GPU machine (no network, no Debian packages): the training core against the CUDA PyTorch
+# of python3 (or $PYTHON), with the packages that `scripts/gpu/build.sh fetch` brought into
+# .gpu-deps (docs/gpu.md). No deps step: nothing can be installed there.
+GPU_BUILD_DIR ?= build-gpu
+
+gpu-build:
+	bash scripts/gpu/build.sh build $(GPU_BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_BUILD_DIR)

@@ -21,15 +21,19 @@ at::Tensor OrthonormalRows(int64_t hidden, int64_t dim, uint64_t seed, int link)
 }  // namespace
 
 models::NamedParameter MakeAutoencoderEncoder(int64_t hidden, int64_t dim, uint64_t seed, int link,
-                                              at::ScalarType dtype) {
-  at::Tensor weight = OrthonormalRows(hidden, dim, seed, link).to(dtype).requires_grad_(true);
+                                              at::ScalarType dtype, at::Device device) {
+  at::Tensor weight =
+      OrthonormalRows(hidden, dim, seed, link).to(device, dtype).requires_grad_(true);
   return {"autoencoder." + std::to_string(link) + ".encoder.weight", weight};
 }
 
 models::NamedParameter MakeAutoencoderDecoder(int64_t hidden, int64_t dim, uint64_t seed, int link,
-                                              at::ScalarType dtype) {
-  at::Tensor weight =
-      OrthonormalRows(hidden, dim, seed, link).t().contiguous().to(dtype).requires_grad_(true);
+                                              at::ScalarType dtype, at::Device device) {
+  at::Tensor weight = OrthonormalRows(hidden, dim, seed, link)
+                          .t()
+                          .contiguous()
+                          .to(device, dtype)
+                          .requires_grad_(true);
   return {"autoencoder." + std::to_string(link) + ".decoder.weight", weight};
 }
 

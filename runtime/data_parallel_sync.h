@@ -33,6 +33,7 @@
 
 #include "common/status.h"
 #include "models/transformer/parameter_table.h"
+#include "net/device_all_reduce.h"
 #include "net/transport.h"
 #include "runtime/adamw.h"
 #include "runtime/stage_assignment.h"
@@ -78,6 +79,10 @@ struct DataParallelContext {
   int stage = 0;                                            // selects powersgd's selective stages
   net::Transport* group = nullptr;                          // this stage's replicas; size() = D
                                                             // (null: no replicas, D = 1)
+  // The same replicas over NCCL (dp_backend.h): when set, the plain gradient all-reduce (mode
+  // allreduce) sums a flat float32 tensor on the device through it instead of `group`; null:
+  // everything goes through `group`.
+  net::DeviceAllReduce* device_group = nullptr;
   std::vector<std::vector<models::NamedParameter>> groups;  // parameter groups (buckets)
   AdamW* optimizer = nullptr;                               // quantized-momentum reads its moments
   net::Timeout timeout{300000};

@@ -31,12 +31,15 @@ class ParameterBucket {
   void DefineMissingGrads() const;
   // A CPU float32 copy of the gradients (DefineMissingGrads first).
   at::Tensor GatherGrads() const;
+  // The same as one float32 tensor on the device of the first parameter (NCCL's input).
+  at::Tensor GatherGradsOnDevice() const;
   // Copies `flat` (as GatherGrads returns it) into the gradients.
   void ScatterGrads(const at::Tensor& flat) const;
 
   // A CPU float32 copy of the parameter values.
   at::Tensor GatherParams() const;
-  // Adds `flat` to the parameter values in place (outside autograd).
+  // Adds `flat` (as GatherParams returns it) to the parameter values in place (outside
+  // autograd).
   void AddToParams(const at::Tensor& flat) const;
 
  private:
@@ -45,9 +48,13 @@ class ParameterBucket {
   int64_t elements_ = 0;
 };
 
-// Concatenates `tensors` (any devices, floating dtypes) into a new CPU float32 vector.
+// Concatenates `tensors` (any devices, floating dtypes) into a new float32 vector on `device`.
+at::Tensor FlattenOn(const std::vector<at::Tensor>& tensors, at::Device device);
+// The same on the CPU. Tensors on a GPU are flattened there first, so that they cross to the
+// host in one copy rather than one synchronising copy each.
 at::Tensor FlattenToCpu(const std::vector<at::Tensor>& tensors);
-// Copies consecutive slices of `flat` into `tensors` (shapes, devices and dtypes kept).
+// Copies consecutive slices of `flat` into `tensors` (shapes, devices and dtypes kept); a CPU
+// `flat` crosses to the tensors' GPU in one copy first.
 void CopyFromFlat(const at::Tensor& flat, const std::vector<at::Tensor>& tensors);
 
 // The part of a bucket of `elements` values that replica `index` of `replicas` owns in the

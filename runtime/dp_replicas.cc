@@ -33,6 +33,18 @@ Status ReplicaGroup::AverageGradients(const char* mode, int64_t step) {
     for (size_t g = 0; g < buckets.size(); ++g) {
       const ParameterBucket& bucket = buckets[g];
       bucket.DefineMissingGrads();
+      if (device_group) {
+        at::Tensor flat = bucket.GatherGradsOnDevice();
+        GEOTRAIN_RETURN_IF_ERROR(device_group->AllReduceSum(flat, timeout)
+                                     .WithContext(context + ": NCCL all-reduce of group " +
+                                                  std::to_string(g)));
+        // NCCL's ring sends what the float32 ring would; none of it is on the WAN links.
+        const uint64_t bytes = RingAllReduceBytes(bucket.elements(), size());
+        meter.Add(bytes, bytes);
+        flat.div_(size());
+        bucket.ScatterGrads(flat);
+        continue;
+      }
       at::Tensor flat = bucket.GatherGrads();
       GEOTRAIN_RETURN_IF_ERROR(
           meter

@@ -32,6 +32,12 @@ class TrafficMeter {
   // `raw_bytes` to the raw bytes. The transport must carry nothing else meanwhile.
   Status Measure(uint64_t raw_bytes, const std::function<Status()>& op);
 
+  // For a collective the transport does not carry (NCCL): its bytes as the caller counts them.
+  void Add(uint64_t raw_bytes, uint64_t wire_bytes) {
+    raw_ += raw_bytes;
+    wire_ += wire_bytes;
+  }
+
   DataParallelTraffic totals() const { return {raw_.load(), wire_.load()}; }
 
  private:
@@ -44,7 +50,10 @@ class TrafficMeter {
 
 struct ReplicaGroup {
   explicit ReplicaGroup(const DataParallelContext& context)
-      : transport(context.group), timeout(context.timeout), meter(context.group) {
+      : transport(context.group),
+        device_group(context.device_group),
+        timeout(context.timeout),
+        meter(context.group) {
     for (const auto& group : context.groups) buckets.emplace_back(group);
   }
 
@@ -53,11 +62,13 @@ struct ReplicaGroup {
   int64_t elements() const;  // over every bucket
 
   // Replaces every gradient by its mean over the replicas (one all-reduce per bucket; missing
-  // gradients count as zeros and are defined afterwards). Errors read
+  // gradients count as zeros and are defined afterwards), over `device_group` on the gradients'
+  // device when there is one, else over `transport` on the host. Errors read
   // "<mode> step <step>: all-reduce of group <g>: ...".
   Status AverageGradients(const char* mode, int64_t step);
 
   net::Transport* transport;
+  net::DeviceAllReduce* device_group;  // may be null
   net::Timeout timeout;
   std::vector<ParameterBucket> buckets;
   TrafficMeter meter;

@@ -1,5 +1,9 @@
 #include "runtime/embedding_sync.h"
 
+// 2.x: at::NoGradGuard lives in ATen/core/grad_mode.h, which <ATen/ATen.h> brings in with
+// LibTorch 1.13 but no longer with 2.x; both versions have the header.
+#include <ATen/core/grad_mode.h>
+
 #include "compression/torch/tensor_frames.h"
 
 namespace geotrain::runtime {

@@ -128,6 +128,8 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("dir", &a.model_dir);
     s.Field("init_seed", &a.model_init_seed);
     s.Field("dtype", &a.dtype);
+    s.Field("device", &a.device);
+    s.Enum("autocast", &a.autocast, ParseAutocast, AutocastName);
     s.Field("layers", &spec->stage_layers);
   });
   b.Section("data", [&](auto& s) {
@@ -635,6 +637,8 @@ std::string YamlPathOf(const std::string& field) {
       {"model_dir", "model.dir"},
       {"model_init_seed", "model.init_seed"},
       {"dtype", "model.dtype"},
+      {"device", "model.device"},
+      {"autocast", "model.autocast"},
       {"first_layer, last_layer", "model.layers"},
       {"num_stages", "pipeline.stages"},
       {"dp_size", "data_parallel.replicas"},

@@ -11,6 +11,8 @@
 #include "models/init_random_model.h"
 #include "models/model_config.h"
 #include "models/safetensors_checkpoint.h"
+#include "net/paced_transport.h"
+#include "runtime/stage_device.h"
 #include "runtime/stage_links.h"
 
 namespace geotrain::runtime {
@@ -135,6 +137,11 @@ Status RunRank(const RankRunOptions& options,
   const std::string where = "rank " + std::to_string(assignment.global_rank()) + " (stage " +
                             std::to_string(assignment.stage) + ", replica " +
                             std::to_string(assignment.dp_rank) + ")";
+  // First of all: a rank placed where its device is missing fails now, instead of joining the
+  // rendezvous and leaving its peers to time out when it fails later.
+  if (StatusOr<at::Device> device = StageDevice(assignment); !device.ok()) {
+    return device.status().WithContext(where);
+  }
   GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig model,
                             models::LoadModelConfig(assignment.model_dir));
 
@@ -166,6 +173,13 @@ Status RunRank(const RankRunOptions& options,
                                      options.bind_address, options.group_prefix,
                                      options.frame_key);
   if (!links.ok()) return links.status().WithContext(where);
+  if (options.emulated_link_mbit > 0) {
+    for (auto* link : {&links->upstream, &links->downstream, &links->data_parallel,
+                       &links->embedding}) {
+      if (*link) *link = net::PaceTransport(std::move(*link), options.emulated_link_mbit);
+    }
+    spdlog::info("{}: links paced at {} Mbit/s (emulated)", where, options.emulated_link_mbit);
+  }
   auto runtime = StageRuntime::Create(assignment, std::move(links).value());
   if (!runtime.ok()) return runtime.status().WithContext(where);
   auto resumed = (*runtime)->Resume();

@@ -31,6 +31,9 @@ struct RankRunOptions {
   // The job's frame key (net::GlooTransportOptions::frame_key): 32 bytes, or empty for frames in
   // the clear. The group names above key the sealing, so they must be new for every placement.
   std::string frame_key;
+  // > 0: every link of this rank sends at most this many Mbit/s (net/paced_transport.h), an
+  // emulated WAN for ranks sharing one machine; 0: the links as they are.
+  double emulated_link_mbit = 0;
   // Where weights initialised from model_init_seed go (a directory of this rank's own);
   // empty: a directory under the system's temporary directory, removed when RunRank returns.
   std::string init_dir;

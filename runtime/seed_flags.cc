@@ -56,6 +56,7 @@ Status CheckDistUrl(const std::string& url) {
 std::string WithFlagName(const FieldProblem& problem) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {"model_dir", "--model-name"},
+      {"device", "--cuda-id"},
       {"data.train", "--task-name"},
       {"data.seq_length", "--seq-length"},
       {"optimizer.lr", "--lr"},
@@ -218,6 +219,16 @@ class SeedFlags {
                       });
     Set<int64_t>("--seq-length", "tokens per sample (data.seq_length)",
                  [](A a) -> int64_t& { return a->data.seq_length; });
+    // The seed projects always ran on a GPU and picked it with --cuda-id; here it selects a CUDA
+    // device for the stage (model.device cuda:N), which StageRuntime refuses where there is none.
+    Flag<int>("--cuda-id", "compute on CUDA device N (model.device cuda:N)",
+              [](int v, SeedRunConfig* c) {
+                if (v < 0) {
+                  return InvalidArgument("--cuda-id: " + std::to_string(v) + " is negative");
+                }
+                c->assignment.device = "cuda:" + std::to_string(v);
+                return OkStatus();
+              });
 
     // Compression of activations (forward) and of their gradients (backward).
     Flag<std::string>("--forward-compress-method", "none, fixpoint, delta, delta-lowbits, tah, ...",

@@ -1,5 +1,6 @@
 #include "runtime/stage_assignment.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -26,6 +27,8 @@ constexpr std::pair<const char*, Task> kTaskNames[] = {
     {"causal_lm", Task::kCausalLm}, {"sequence_classification", Task::kSequenceClassification}};
 constexpr std::pair<const char*, LrDecay> kDecayNames[] = {
     {"constant", LrDecay::kConstant}, {"linear", LrDecay::kLinear}, {"cosine", LrDecay::kCosine}};
+constexpr std::pair<const char*, Autocast> kAutocastNames[] = {{"off", Autocast::kOff},
+                                                              {"bf16", Autocast::kBf16}};
 constexpr std::pair<const char*, DataParallelMode> kModeNames[] = {
     {"allreduce", DataParallelMode::kAllReduce},
     {"powersgd", DataParallelMode::kPowerSgd},
@@ -152,7 +155,59 @@ void AddAdaptiveProblems(const StageAssignment& a, ProblemList& p) {
   }
 }
 
+// device, autocast and rank_regions: what runs where.
+void AddDeviceProblems(const StageAssignment& a, ProblemList& p) {
+  const StatusOr<DeviceName> device = ParseDeviceName(a.device);
+  if (!device.ok()) p.Add("device", device.status().message());
+  if (a.autocast == Autocast::kBf16) {
+    if (device.ok() && !device->cuda) {
+      // CPU autocast exists in LibTorch but is another mechanism (other op lists, slow bf16
+      // kernels on most CPUs); a CPU stage that wants bfloat16 sets dtype bf16 instead.
+      p.Add("autocast", "bf16 runs on a CUDA device only (device is " + a.device +
+                            "); CPU autocast is not supported", {"device"});
+    }
+    if (a.dtype != "f32") {
+      p.Add("autocast", "bf16 keeps float32 parameters (master weights): it needs dtype f32, not " +
+                            a.dtype, {"dtype"});
+    }
+  }
+  if (!a.rank_regions.empty() && a.num_stages > 0 && a.dp_size > 0 &&
+      static_cast<int64_t>(a.rank_regions.size()) !=
+          static_cast<int64_t>(a.num_stages) * a.dp_size) {
+    p.Add("rank_regions",
+          std::to_string(a.rank_regions.size()) + " entries for " +
+              std::to_string(static_cast<int64_t>(a.num_stages) * a.dp_size) +
+              " ranks (one per global rank, or none)",
+          {"num_stages", "dp_size"});
+  }
+}
+
 }  // namespace
+
+const char* AutocastName(Autocast autocast) { return NameOf(autocast, kAutocastNames); }
+StatusOr<Autocast> ParseAutocast(const std::string& name) {
+  if (name == "f16" || name == "fp16" || name == "float16") {
+    // float16's 5 exponent bits flush small gradients to zero unless the loss is scaled up and
+    // the gradients down again (torch.cuda.amp.GradScaler); bfloat16 has float32's range.
+    return InvalidArgument("autocast: " + name +
+                           " is not supported: float16 autocast needs loss scaling, which is not "
+                           "built (use bf16)");
+  }
+  return ParseName("autocast", name, kAutocastNames);
+}
+
+StatusOr<DeviceName> ParseDeviceName(const std::string& device) {
+  if (device == "cpu") return DeviceName{};
+  if (device == "cuda") return DeviceName{true, 0};
+  const std::string prefix = "cuda:";
+  const std::string digits = device.substr(std::min(device.size(), prefix.size()));
+  // Digits only (no sign, no space), at most 4 of them: a device index, never an overflow.
+  if (device.compare(0, prefix.size(), prefix) == 0 && !digits.empty() && digits.size() <= 4 &&
+      digits.find_first_not_of("0123456789") == std::string::npos) {
+    return DeviceName{true, std::stoi(digits)};
+  }
+  return InvalidArgument("\"" + device + "\" is not cpu, cuda or cuda:N (N a device index)");
+}
 
 const char* ScheduleKindName(ScheduleKind kind) { return NameOf(kind, kScheduleNames); }
 StatusOr<ScheduleKind> ParseScheduleKind(const std::string& name) {
@@ -198,6 +253,7 @@ std::vector<FieldProblem> StageAssignment::Problems() const {
   if (dtype != "f32" && dtype != "bf16" && dtype != "f16") {
     p.Add("dtype", "\"" + dtype + "\" is not one of f32, bf16, f16");
   }
+  AddDeviceProblems(*this, p);
 
   p.NotNegative("optimizer.lr", optimizer.lr);
   p.NotNegative("optimizer.min_lr", optimizer.min_lr);

@@ -34,11 +34,30 @@ enum class DataParallelMode : uint8_t {
   kQuantizedMomentum = 3,  // AC-SGD end-to-end: Adam's first moment, 8-bit with error feedback
 };
 
+// Mixed precision of a stage's compute (model.autocast).
+enum class Autocast : uint8_t {
+  kOff = 0,   // everything in `dtype`
+  kBf16 = 1,  // CUDA autocast to bfloat16: float32 parameters, matmuls in bfloat16
+};
+
 // What the last stage learns.
 enum class Task : uint8_t {
   kCausalLm = 0,                // next-token prediction on packed text blocks
   kSequenceClassification = 1,  // one label per example (encoders; models::data::ClassificationSet)
 };
+
+const char* AutocastName(Autocast autocast);  // "off", "bf16"
+// Refuses f16 by name: float16 autocast needs loss scaling, which geotrain does not have.
+StatusOr<Autocast> ParseAutocast(const std::string& name);
+
+// A parsed model.device: "cpu", "cuda" (device 0, the first CUDA_VISIBLE_DEVICES lists) or
+// "cuda:N". LibTorch-free: the runtime turns it into an at::Device (runtime/stage_device.h).
+struct DeviceName {
+  bool cuda = false;
+  int index = 0;  // the CUDA device; 0 for "cuda" and "cpu"
+};
+// InvalidArgument without a field prefix: "\"gpu\" is not cpu, cuda or cuda:N".
+StatusOr<DeviceName> ParseDeviceName(const std::string& device);
 
 const char* TaskName(Task task);  // "causal_lm", "sequence_classification"
 StatusOr<Task> ParseTask(const std::string& name);
@@ -198,6 +217,17 @@ struct StageAssignment {
   int dp_rank = 0;
   int dp_size = 1;
   std::string dtype = "f32";  // parameters and compute: f32, bf16, f16
+  // Where the stage computes (ParseDeviceName): "cpu", "cuda" or "cuda:N". A CUDA device needs a
+  // CUDA build of LibTorch and a visible GPU; StageRuntime::Create refuses it otherwise.
+  std::string device = "cpu";
+  // kBf16: forward and loss under CUDA autocast to bfloat16, parameters, gradients and AdamW
+  // state in float32 (needs dtype f32 and a CUDA device).
+  Autocast autocast = Autocast::kOff;
+  // The region of every rank of the job, indexed by global rank, as the placement knows them
+  // (the worker daemon fills it from Assignment.placements; geotrain-run leaves it empty). Empty,
+  // or "" for a rank: unknown. It only decides whether a stage's replicas may all-reduce their
+  // gradients over NCCL (runtime/dp_backend.h), which needs them all known to share a region.
+  std::vector<std::string> rank_regions;
 
   OptimizerSettings optimizer;
   DataSettings data;

@@ -6,6 +6,7 @@
 
 #include "net/fake_transport.h"
 #include "net/gloo_transport.h"
+#include "runtime/dp_backend.h"
 
 namespace geotrain::runtime {
 namespace {
@@ -72,6 +73,25 @@ void Place(const GroupSpec& group, int group_rank, std::unique_ptr<net::Transpor
   }
 }
 
+// The NCCL twin of the data-parallel group, when the rule of dp_backend.h picks it.
+Status ConnectDeviceDataParallel(const StageAssignment& assignment,
+                                 c10::intrusive_ptr<c10d::Store> store,
+                                 const std::string& job_name, StageLinks* links) {
+  if (ChooseDataParallelBackend(assignment) != DataParallelBackend::kNccl) return OkStatus();
+  StatusOr<DeviceName> device = ParseDeviceName(assignment.device);
+  if (!device.ok()) return device.status().WithContext("model.device");
+  net::NcclAllReduceOptions options;
+  options.rank = assignment.dp_rank;
+  options.size = assignment.dp_size;
+  options.device_index = device->index;
+  options.group_name = job_name + "/dp/s" + std::to_string(assignment.stage);
+  options.timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
+  GEOTRAIN_ASSIGN_OR_RETURN(links->data_parallel_device,
+                            net::CreateNcclAllReduce(options, std::move(store)));
+  return OkStatus();
+}
+
 int GroupRankOf(const GroupSpec& group, int global_rank) {
   for (size_t i = 0; i < group.members.size(); ++i) {
     if (group.members[i] == global_rank) return static_cast<int>(i);
@@ -118,6 +138,8 @@ StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bo
     }
     Place(group, group_rank, std::move(transport).value(), &links);
   }
+  GEOTRAIN_RETURN_IF_ERROR(ConnectDeviceDataParallel(assignment, store, job_name, &links)
+                               .WithContext("joining the NCCL data-parallel group"));
   return links;
 }
 

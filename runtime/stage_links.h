@@ -8,6 +8,10 @@
 //                 first and last stages of every replica (rank 2r: first, 2r+1: last; Optimus-CC
 //                 fused embedding synchronisation), otherwise the pair {first, last} of replica r
 //
+//   data_parallel_device  the same replicas over NCCL, when ChooseDataParallelBackend says so
+//                 (dp_backend.h: CUDA, all-reduce, one region); the gradient all-reduce then uses
+//                 it and data_parallel carries the rest (evaluation sums)
+//
 // Gloo groups are joined in one global order (pipeline pairs by replica and stage, then
 // data-parallel groups by stage, then embedding groups), so ranks blocked in rendezvous always
 // wait on a group whose members all reach it: no deadlock whatever the timing.
@@ -20,6 +24,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "common/status.h"
+#include "net/device_all_reduce.h"
 #include "net/transport.h"
 #include "runtime/stage_assignment.h"
 
@@ -30,6 +35,7 @@ struct StageLinks {
   std::unique_ptr<net::Transport> downstream;
   std::unique_ptr<net::Transport> data_parallel;
   std::unique_ptr<net::Transport> embedding;
+  std::unique_ptr<net::DeviceAllReduce> data_parallel_device;  // null: gradients over Gloo
 };
 
 // Whether the job needs embedding groups: tied embeddings split over more than one stage.
@@ -40,7 +46,8 @@ bool UsesFusedEmbeddingGroup(const StageAssignment& assignment);
 // Joins this rank's Gloo groups through `store` (shared by the job's ranks). `job_name` prefixes
 // the group names so that several incarnations of a job can share one store. With a
 // `frame_key` (32 bytes; empty: in the clear) every group seals its frames under a subkey of
-// it derived from the group's name (net/frame_sealer.h).
+// it derived from the group's name (net/frame_sealer.h). The NCCL group, when the job gets one,
+// is made through the same store under its own prefix (its communicator at the first step).
 StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bool tied_embeddings,
                                            c10::intrusive_ptr<c10d::Store> store,
                                            const std::string& bind_address,

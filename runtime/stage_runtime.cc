@@ -11,11 +11,15 @@
 #include "compression/delta_codec.h"
 #include "models/model_config.h"
 #include "models/model_layout.h"
+#include "runtime/autocast_scope.h"
 #include "runtime/autoencoder.h"
+#include "runtime/dp_backend.h"
+#include "runtime/dp_buckets.h"
 #include "runtime/embedding_sync.h"
 #include "runtime/grad_clip.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/pipeline_reduce.h"
+#include "runtime/stage_device.h"
 
 namespace geotrain::runtime {
 namespace {
@@ -74,6 +78,10 @@ struct StageRuntime::MicroBatch {
   at::Tensor tokens;  // first stage: the input ids
   at::Tensor input;   // other stages: the received activation (a leaf that requires grad)
   at::Tensor output;  // what the backward starts from: the scaled loss, or the sent activation
+  // The received activation's type: its gradient goes back in it (under autocast a bfloat16
+  // activation's sender would round a float32 gradient to bfloat16 anyway, so this halves the
+  // bytes and changes nothing).
+  at::ScalarType received_dtype = at::kFloat;
 };
 
 StageRuntime::~StageRuntime() = default;
@@ -81,8 +89,12 @@ StageRuntime::~StageRuntime() = default;
 StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignment& assignment,
                                                              StageLinks links) {
   GEOTRAIN_RETURN_IF_ERROR(assignment.Validate());
+  // First: a job placed on a machine without its GPU fails before loading anything.
+  GEOTRAIN_ASSIGN_OR_RETURN(const at::Device device, StageDevice(assignment));
   std::unique_ptr<StageRuntime> runtime(new StageRuntime());
   runtime->assignment_ = assignment;
+  runtime->device_ = device;
+  runtime->autocast_ = AutocastDtype(assignment);
   runtime->links_ = std::move(links);
   const int s = assignment.stage;
   const int num_stages = assignment.num_stages;
@@ -106,7 +118,7 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   GEOTRAIN_ASSIGN_OR_RETURN(models::StagePlan plan, PlanOf(assignment, config));
   GEOTRAIN_ASSIGN_OR_RETURN(at::ScalarType dtype, ScalarTypeOf(assignment.dtype));
   GEOTRAIN_ASSIGN_OR_RETURN(runtime->stage_,
-                            models::LoadStage(assignment.model_dir, plan, at::kCPU, dtype));
+                            models::LoadStage(assignment.model_dir, plan, device, dtype));
   GEOTRAIN_ASSIGN_OR_RETURN(runtime->data_, TrainingData::Open(assignment));
 
   runtime->parameters_ = runtime->stage_->Parameters();
@@ -114,12 +126,12 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   if (dim > 0) {
     if (s + 1 < num_stages) {
       runtime->encoder_ = MakeAutoencoderEncoder(config.hidden_size, dim, assignment.training.seed,
-                                                 s, dtype);
+                                                 s, dtype, device);
       runtime->parameters_.push_back(*runtime->encoder_);
     }
     if (s > 0) {
       runtime->decoder_ = MakeAutoencoderDecoder(config.hidden_size, dim,
-                                                 assignment.training.seed, s - 1, dtype);
+                                                 assignment.training.seed, s - 1, dtype, device);
       runtime->parameters_.push_back(*runtime->decoder_);
     }
   }
@@ -156,6 +168,15 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
   DataParallelContext dp;
   dp.stage = s;
   dp.group = runtime->links_.data_parallel.get();
+  dp.device_group = runtime->links_.data_parallel_device.get();
+  if (assignment.dp_size > 1) {
+    std::string why;
+    const DataParallelBackend rule = ChooseDataParallelBackend(assignment, &why);
+    const bool nccl = dp.device_group != nullptr;
+    spdlog::info("stage {} replica {} on {}: data-parallel gradients over {} ({})", s,
+                 assignment.dp_rank, device.str(), nccl ? "NCCL" : "Gloo",
+                 nccl == (rule == DataParallelBackend::kNccl) ? why : "the links' choice");
+  }
   dp.groups.emplace_back();
   std::vector<models::NamedParameter> fused_embedding;  // synced by embedding_sync.h alone
   for (const models::NamedParameter& p : runtime->parameters_) {
@@ -207,6 +228,12 @@ StatusOr<std::unique_ptr<StageRuntime>> StageRuntime::Create(const StageAssignme
     runtime->from_prev_ = std::make_unique<TensorReceiver>(
         runtime->links_.upstream.get(), 0, stage_name(s - 1), compression.forward,
         runtime->timeout());
+  }
+  for (TensorSender* sender : {runtime->to_next_.get(), runtime->to_prev_.get()}) {
+    if (sender) GEOTRAIN_RETURN_IF_ERROR(sender->set_device(device));
+  }
+  for (TensorReceiver* receiver : {runtime->from_next_.get(), runtime->from_prev_.get()}) {
+    if (receiver) GEOTRAIN_RETURN_IF_ERROR(receiver->set_device(device));
   }
 
   const int64_t steps_per_epoch = static_cast<int64_t>(runtime->data_->batches_per_epoch()) /
@@ -323,24 +350,28 @@ Status StageRuntime::RunSchedule(StepResult* result) {
     const Clock::time_point reading = Clock::now();
     for (MicroBatch& mb : batches) {
       GEOTRAIN_ASSIGN_OR_RETURN(models::data::Batch batch, data_->NextTrain());
-      mb.tokens = TrainingData::BatchTokens(batch, assignment_.data.seq_length);
+      mb.tokens = TrainingData::BatchTokens(batch, assignment_.data.seq_length).to(device_);
       mb.sample_ids = std::move(batch.sample_ids);
     }
     phases.data += SecondsSince(reading);
   }
-  double loss_sum = 0;
+  // The last stage's scaled micro-batch losses, read once the schedule has run: reading each
+  // at its forward would make the host wait for the GPU there.
+  std::vector<at::Tensor> losses;
   for (const PipelineOp& op : schedule_) {
     if (op.kind == PipelineOp::Kind::kForward) {
       GEOTRAIN_RETURN_IF_ERROR(Forward(op.micro_batch, batches, compress, &phases));
-      if (assignment_.is_last_stage()) {
-        loss_sum += batches[op.micro_batch].output.item<double>();
-      }
+      if (assignment_.is_last_stage()) losses.push_back(batches[op.micro_batch].output.detach());
     } else {
       GEOTRAIN_RETURN_IF_ERROR(Backward(op.micro_batch, op.epilogue, batches, compress, &phases));
     }
   }
   GEOTRAIN_RETURN_IF_ERROR(FlushSends());
-  if (assignment_.is_last_stage()) result->loss = loss_sum;
+  if (assignment_.is_last_stage()) {
+    double loss_sum = 0;
+    for (const at::Tensor& loss : losses) loss_sum += loss.item<double>();
+    result->loss = loss_sum;
+  }
 
   const LinkTotals fwd = TotalsOf(to_next_) - sent_next;
   const LinkTotals bwd = TotalsOf(to_prev_) - sent_prev;
@@ -376,36 +407,41 @@ Status StageRuntime::Forward(int micro_batch, std::vector<MicroBatch>& batches, 
     mb.sample_ids = std::move(header.sample_ids);
   }
   const Clock::time_point start = Clock::now();
-  at::Tensor input;
-  if (assignment_.is_first_stage()) {
-    input = mb.tokens;
-  } else {
-    mb.input = received.to(stage_->dtype()).requires_grad_(true);
-    input = decoder_ ? ApplyLinear(mb.input, decoder_->tensor) : mb.input;
-  }
   const Clock::time_point reading_context = Clock::now();
   GEOTRAIN_ASSIGN_OR_RETURN(models::SequenceContext context,
                             data_->Context(mb.sample_ids, /*validation=*/false));
-  double data_seconds = SecondsSince(reading_context);
-  GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input, context));
+  context = OnDevice(std::move(context));
+  at::Tensor labels;
   if (assignment_.is_last_stage()) {
-    const Clock::time_point reading = Clock::now();
-    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels,
-                              data_->Labels(mb.sample_ids, /*validation=*/false));
-    data_seconds += SecondsSince(reading);
-    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
-    mb.output = loss / static_cast<double>(assignment_.training.micro_batches);
-    const Clock::time_point end = Clock::now();
-    phases->data += data_seconds;
-    phases->forward += std::chrono::duration<double>(end - start).count() - data_seconds;
-    trace_->Complete("forward", "compute", start, end, {{"micro_batch", micro_batch}});
-    return OkStatus();
+    GEOTRAIN_ASSIGN_OR_RETURN(labels, data_->Labels(mb.sample_ids, /*validation=*/false));
+    labels = labels.to(device_);
   }
-  mb.output = encoder_ ? ApplyLinear(output, encoder_->tensor) : output;
+  const double data_seconds = SecondsSince(reading_context);
+  {
+    // The forward's ops (and the loss) under autocast; the backward runs outside it.
+    const CudaAutocastScope autocast(autocast_);
+    at::Tensor input;
+    if (assignment_.is_first_stage()) {
+      input = mb.tokens;
+    } else {
+      mb.received_dtype = received.scalar_type();
+      mb.input = received.to(stage_->dtype()).requires_grad_(true);
+      // Under autocast the decoder's matmul gives bfloat16; the stage takes its own dtype.
+      input = decoder_ ? ApplyLinear(mb.input, decoder_->tensor).to(stage_->dtype()) : mb.input;
+    }
+    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input, context));
+    if (assignment_.is_last_stage()) {
+      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
+      mb.output = loss / static_cast<double>(assignment_.training.micro_batches);
+    } else {
+      mb.output = encoder_ ? ApplyLinear(output, encoder_->tensor) : output;
+    }
+  }
   const Clock::time_point end = Clock::now();
   phases->data += data_seconds;
   phases->forward += std::chrono::duration<double>(end - start).count() - data_seconds;
   trace_->Complete("forward", "compute", start, end, {{"micro_batch", micro_batch}});
+  if (assignment_.is_last_stage()) return OkStatus();
   MicroBatchHeader header{MessageKind::kActivation, step, static_cast<uint32_t>(micro_batch),
                           mb.sample_ids};
   return to_next_->Send(header, mb.output.detach(), compress)
@@ -443,7 +479,11 @@ Status StageRuntime::Backward(int micro_batch, bool epilogue, std::vector<MicroB
         compress && (!assignment_.compression.backward_epilogue_only || epilogue);
     MicroBatchHeader header{MessageKind::kGradient, step, static_cast<uint32_t>(micro_batch),
                             mb.sample_ids};
-    GEOTRAIN_RETURN_IF_ERROR(to_prev_->Send(header, mb.input.grad(), compress_this)
+    at::Tensor gradient_out = mb.input.grad();
+    if (gradient_out.scalar_type() != mb.received_dtype) {
+      gradient_out = gradient_out.to(mb.received_dtype);
+    }
+    GEOTRAIN_RETURN_IF_ERROR(to_prev_->Send(header, gradient_out, compress_this)
                                  .WithContext("sending the gradient of micro-batch " +
                                               std::to_string(micro_batch)));
   }
@@ -556,13 +596,20 @@ double StageRuntime::LocalSquaredNorm() const {
   return SquaredGradNorm(counted);
 }
 
+models::SequenceContext StageRuntime::OnDevice(models::SequenceContext context) const {
+  if (context.attention_mask.defined()) context.attention_mask = context.attention_mask.to(device_);
+  if (context.token_type_ids.defined()) context.token_type_ids = context.token_type_ids.to(device_);
+  return context;
+}
+
 Status StageRuntime::SumSharedGradients() {
   std::vector<at::Tensor> grads;
   for (const models::NamedParameter& p : pipeline_shared_) {
     grads.push_back(p.tensor.grad().defined() ? p.tensor.grad().to(at::kFloat).flatten()
                                               : at::zeros({p.tensor.numel()}, at::kFloat));
   }
-  at::Tensor flat = at::cat(grads).contiguous();
+  // The sum crosses the pipeline links from host memory (one copy if the stage is on a GPU).
+  at::Tensor flat = FlattenToCpu(grads);
   GEOTRAIN_RETURN_IF_ERROR(SumOverPipeline(
       Span<float>(flat.data_ptr<float>(), static_cast<size_t>(flat.numel())),
       links_.upstream.get(), links_.downstream.get(), timeout()));
@@ -573,7 +620,7 @@ Status StageRuntime::SumSharedGradients() {
     if (p.tensor.grad().defined()) {
       p.tensor.mutable_grad().copy_(total);
     } else {
-      p.tensor.mutable_grad() = total.to(p.tensor.scalar_type()).clone();
+      p.tensor.mutable_grad() = total.to(p.tensor.device(), p.tensor.scalar_type()).clone();
     }
     offset += p.tensor.numel();
   }
@@ -695,15 +742,33 @@ StatusOr<double> StageRuntime::Evaluate() {
       GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor received,
                                 from_prev_->Recv(MessageKind::kEvalActivation, step, index, &header));
       ids = std::move(header.sample_ids);
-      input = received.to(stage_->dtype());
-      if (decoder_) input = ApplyLinear(input, decoder_->tensor);
+      input = received;
     }
     GEOTRAIN_ASSIGN_OR_RETURN(models::SequenceContext context,
                               data_->Context(ids, /*validation=*/true));
-    GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor output, stage_->Forward(input, context));
+    context = OnDevice(std::move(context));
+    at::Tensor labels;  // on the host: the confusion counts read them
     if (assignment_.is_last_stage()) {
-      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor labels, data_->Labels(ids, /*validation=*/true));
-      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor loss, stage_->Loss(output, labels));
+      GEOTRAIN_ASSIGN_OR_RETURN(labels, data_->Labels(ids, /*validation=*/true));
+    }
+    at::Tensor output;
+    at::Tensor loss;
+    {
+      const CudaAutocastScope autocast(autocast_);
+      if (assignment_.is_first_stage()) {
+        input = input.to(device_);
+      } else {
+        input = input.to(stage_->dtype());
+        if (decoder_) input = ApplyLinear(input, decoder_->tensor).to(stage_->dtype());
+      }
+      GEOTRAIN_ASSIGN_OR_RETURN(output, stage_->Forward(input, context));
+      if (assignment_.is_last_stage()) {
+        GEOTRAIN_ASSIGN_OR_RETURN(loss, stage_->Loss(output, labels));
+      } else if (encoder_) {
+        output = ApplyLinear(output, encoder_->tensor);
+      }
+    }
+    if (assignment_.is_last_stage()) {
       loss_sum += loss.item<double>();
       if (confusion) {
         const at::Tensor predicted = output.argmax(-1).to(at::kCPU);
@@ -712,7 +777,6 @@ StatusOr<double> StageRuntime::Evaluate() {
         }
       }
     } else {
-      if (encoder_) output = ApplyLinear(output, encoder_->tensor);
       MicroBatchHeader header{MessageKind::kEvalActivation, step, index, ids};
       GEOTRAIN_RETURN_IF_ERROR(to_next_->Send(header, output, /*compress=*/false));
     }

@@ -27,7 +27,17 @@
 // whose first visits resend full activations; zero PowerSGD error and a fresh Q), which both ends
 // do alike, so they never disagree.
 //
-// Not thread-safe: one thread drives a StageRuntime (the links' send threads are internal).
+// Device (model.device, runtime/README.md "Devices"): the stage's parameters, gradients and
+// AdamW state live on the CPU or one CUDA device; batches, labels and masks are moved there,
+// received activations and gradients arrive there (tensor_link.h stages them through pinned
+// buffers), and what crosses a link or a collective goes through host memory, except the
+// gradient all-reduce of replicas in one region, which NCCL runs on the device (dp_backend.h).
+// With model.autocast bf16, each micro-batch's forward and loss run under CUDA autocast
+// (autocast_scope.h) while the parameters stay float32.
+//
+// Not thread-safe: one thread drives a StageRuntime (the links' send threads are internal); on
+// a CUDA device it must be the thread that made it (autocast and the current stream are
+// per thread).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -150,6 +160,7 @@ class StageRuntime {
 
   int64_t step() const { return step_; }
   const models::Stage& stage() const { return *stage_; }
+  at::Device device() const { return device_; }
   // Every trainable tensor of the rank: the stage's, then any autoencoder halves.
   const std::vector<models::NamedParameter>& parameters() const { return parameters_; }
 
@@ -187,9 +198,13 @@ class StageRuntime {
   double LocalSquaredNorm() const;
   // Adds the gradients of pipeline_shared_ over the stages (models::PipelineSharedTensorNames).
   Status SumSharedGradients();
+  // A batch's padding mask and segments (TrainingData, on the host) on the stage's device.
+  models::SequenceContext OnDevice(models::SequenceContext context) const;
 
   StageAssignment assignment_;
   StageLinks links_;
+  at::Device device_ = at::kCPU;                 // model.device
+  std::optional<at::ScalarType> autocast_;       // model.autocast's type, or none
   std::unique_ptr<models::Stage> stage_;
   std::unique_ptr<TrainingData> data_;
   std::vector<models::NamedParameter> parameters_;

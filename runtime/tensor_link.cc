@@ -54,9 +54,21 @@ Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tens
   const Clock::time_point start = Clock::now();
   const TraceWriter::Clock::time_point encode = TraceWriter::Clock::now();
   compression::EncodeStats stats;
-  GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(compress ? *compressed_ : *plain_, tensor,
-                                                     header.sample_ids, header.step, &frame_,
-                                                     &stats));
+  if (compress && device_encoder_) {
+    GEOTRAIN_RETURN_IF_ERROR(
+        device_encoder_->Encode(tensor, header.sample_ids, header.step, &frame_, &stats));
+  } else {
+    at::Tensor host;
+    try {
+      host = staging_.ToHost(tensor);
+    } catch (const c10::Error& e) {
+      return Internal("copying the tensor to the host: " +
+                      std::string(e.what_without_backtrace()));
+    }
+    GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(compress ? *compressed_ : *plain_, host,
+                                                       header.sample_ids, header.step, &frame_,
+                                                       &stats));
+  }
   Queued queued{{}, stats.raw_bytes, header.micro_batch};
   WriteMicroBatchHeader(header, &queued.message);
   queued.message.insert(queued.message.end(), frame_.begin(), frame_.end());
@@ -75,6 +87,16 @@ Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tens
     queue_.push_back(std::move(queued));
   }
   changed_.notify_all();
+  return OkStatus();
+}
+
+Status TensorSender::set_device(const at::Device& device) {
+  if (!compression::DeviceCodecsFor(device) ||
+      !compression::DeviceCodecHasKernels(compressed_->id())) {
+    return OkStatus();
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(device_encoder_,
+                            compression::DeviceTensorEncoder::Create(compressed_->config(), device));
   return OkStatus();
 }
 
@@ -123,7 +145,18 @@ TensorReceiver::TensorReceiver(net::Transport* transport, int peer, std::string 
       peer_(peer),
       peer_name_(std::move(peer_name)),
       timeout_(timeout),
-      decoder_(std::move(receiver_config)) {}
+      decoder_(receiver_config),
+      receiver_config_(std::move(receiver_config)) {}
+
+Status TensorReceiver::set_device(at::Device device) {
+  staging_ = device.is_cpu() ? nullptr : std::make_unique<HostToDeviceStaging>(device);
+  device_decoder_ = nullptr;
+  if (compression::DeviceCodecsFor(device)) {
+    GEOTRAIN_ASSIGN_OR_RETURN(device_decoder_,
+                              compression::DeviceTensorDecoder::Create(receiver_config_, device));
+  }
+  return OkStatus();
+}
 
 StatusOr<at::Tensor> TensorReceiver::Recv(MessageKind kind, uint64_t step, uint32_t micro_batch,
                                           MicroBatchHeader* header) {
@@ -151,7 +184,20 @@ StatusOr<at::Tensor> TensorReceiver::Receive(MessageKind kind, uint64_t step,
   Span<const uint8_t> frame;
   GEOTRAIN_RETURN_IF_ERROR(ParseMicroBatchMessage(message_, header, &frame));
   GEOTRAIN_RETURN_IF_ERROR(CheckExpected(*header, kind, step, micro_batch));
-  GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor tensor, compression::DecodeTensor(decoder_, frame));
+  at::Tensor tensor;
+  if (device_decoder_) {
+    GEOTRAIN_ASSIGN_OR_RETURN(tensor, device_decoder_->Decode(frame));
+  } else {
+    GEOTRAIN_ASSIGN_OR_RETURN(tensor, compression::DecodeTensor(decoder_, frame));
+  }
+  if (staging_ && tensor.is_cpu()) {
+    try {
+      tensor = staging_->ToDevice(tensor);
+    } catch (const c10::Error& e) {
+      return Internal("copying the tensor to the device: " +
+                      std::string(e.what_without_backtrace()));
+    }
+  }
   const uint64_t raw_bytes = static_cast<uint64_t>(tensor.numel()) * tensor.element_size();
   totals_.raw_bytes += raw_bytes;
   transport_->link_stats().AddRawBytesReceived(peer_, raw_bytes);

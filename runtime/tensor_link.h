@@ -9,6 +9,13 @@
 // The receiver takes the next message, checks it is the one the schedule expects, and decodes it
 // with a LinkDecoder (which follows whatever codec and bits each frame names).
 //
+// A stage on a CUDA device sends device tensors and receives them on its device. Where the build
+// has the CUDA codecs and the link's codec has kernels (fixpoint, delta, tah, cocktail), both
+// ends run it on the device (compression/torch/device_codecs.h): only the compressed frame
+// crosses to or from the host. Otherwise (and for the uncompressed warm-up) the sender copies
+// each tensor to the host and the receiver each to the device, through a pinned buffer per link
+// direction (host_staging.h).
+//
 // Both keep LinkCounters-like totals for the step reports: raw and wire bytes, and the seconds the
 // calling thread spent encoding / decoding and waiting. Neither is thread-safe beyond that one
 // background thread; each link end belongs to the stage's training thread.
@@ -25,7 +32,9 @@
 
 #include "compression/codec.h"
 #include "compression/link_decoder.h"
+#include "compression/torch/device_codecs.h"
 #include "net/transport.h"
+#include "runtime/host_staging.h"
 #include "runtime/micro_batch_message.h"
 #include "runtime/trace_writer.h"
 
@@ -57,8 +66,9 @@ class TensorSender {
                                                         net::Timeout timeout);
   ~TensorSender();
 
-  // Encodes `tensor` (compressed, or float32 as it is) and queues it. Returns an encode error or
-  // the failure of an earlier send.
+  // Encodes `tensor` (compressed, or float32 as it is; on the CPU or a CUDA device, whose copy
+  // to the host it waits for) and queues it. Returns an encode error or the failure of an
+  // earlier send.
   Status Send(const MicroBatchHeader& header, const at::Tensor& tensor, bool compress);
   // Waits until every queued message has been sent; the first send error if any.
   Status Flush();
@@ -68,10 +78,16 @@ class TensorSender {
   // not change. Encoding happens on the caller's thread, so this is safe between two Sends even
   // while earlier messages are still queued: they were encoded already.
   Status Reconfigure(const compression::CodecConfig& config) {
-    return compressed_->Reconfigure(config);
+    return device_encoder_ ? device_encoder_->Reconfigure(config) : compressed_->Reconfigure(config);
   }
   // The link codec's settings as they are now (the warm-up's plain float32 codec aside).
-  const compression::CodecConfig& codec_config() const { return compressed_->config(); }
+  const compression::CodecConfig& codec_config() const {
+    return device_encoder_ ? device_encoder_->config() : compressed_->config();
+  }
+
+  // The device of the tensors Send will get; before the first Send. On a CUDA device, the link
+  // codec runs there when it has kernels in this build.
+  Status set_device(const at::Device& device);
 
   const LinkTotals& totals() const { return totals_; }
   // Records "encode" and (on the send thread) "send" spans per message in `trace`, which must
@@ -90,6 +106,8 @@ class TensorSender {
   net::Timeout timeout_;
   std::unique_ptr<compression::Codec> compressed_;
   std::unique_ptr<compression::Codec> plain_;
+  std::unique_ptr<compression::DeviceTensorEncoder> device_encoder_;  // set_device's, or null
+  DeviceToHostStaging staging_;
   std::vector<uint8_t> frame_;
   LinkTotals totals_;
   TraceWriter* trace_ = nullptr;
@@ -115,9 +133,15 @@ class TensorReceiver {
                  compression::CodecConfig receiver_config, net::Timeout timeout);
 
   // Receives the next message, which must be `kind` of `step` / `micro_batch`, and decodes it
-  // into a CPU tensor with the sender's dtype and shape; *header gets its header.
+  // into a tensor on the receiver's device (set_device; the CPU unless set) with the sender's
+  // dtype and shape; *header gets its header. A device tensor's copy may still be queued on the
+  // current CUDA stream when this returns.
   StatusOr<at::Tensor> Recv(MessageKind kind, uint64_t step, uint32_t micro_batch,
                             MicroBatchHeader* header);
+
+  // Where Recv puts the tensors from now on; on a CUDA device, frames of codecs with kernels
+  // are decoded there (device_codecs.h), the others on the host and copied.
+  Status set_device(at::Device device);
 
   const LinkTotals& totals() const { return totals_; }
   // Records "recv" and "decode" spans per message in `trace`, which must outlive us.
@@ -132,6 +156,9 @@ class TensorReceiver {
   std::string peer_name_;
   net::Timeout timeout_;
   compression::LinkDecoder decoder_;
+  compression::CodecConfig receiver_config_;
+  std::unique_ptr<compression::DeviceTensorDecoder> device_decoder_;  // set_device's, or null
+  std::unique_ptr<HostToDeviceStaging> staging_;  // set_device's; null: the CPU
   std::vector<uint8_t> message_;
   LinkTotals totals_;
   TraceWriter* trace_ = nullptr;

@@ -3,6 +3,27 @@
 #include "runtime/job_spec.h"
 
 namespace geotrain::worker {
+namespace {
+
+// Each rank's region by global rank, from the placements the coordinator sent along; "" where
+// none names the rank (or names it out of range), which keeps its stage's replicas on Gloo
+// (runtime/dp_backend.h). Empty when the assignment carries no placements.
+std::vector<std::string> RankRegionsOf(const geotrain::v1::Assignment& assignment,
+                                       const runtime::JobSpec& spec) {
+  if (assignment.placements().empty()) return {};
+  std::vector<std::string> regions(static_cast<size_t>(spec.num_stages) * spec.dp_size);
+  for (const geotrain::v1::Placement& placement : assignment.placements()) {
+    if (placement.stage() < 0 || placement.stage() >= spec.num_stages || placement.replica() < 0 ||
+        placement.replica() >= spec.dp_size) {
+      continue;
+    }
+    regions[static_cast<size_t>(placement.replica()) * spec.num_stages + placement.stage()] =
+        placement.region();
+  }
+  return regions;
+}
+
+}  // namespace
 
 StatusOr<runtime::StageAssignment> StageAssignmentOf(const geotrain::v1::Assignment& assignment) {
   StatusOr<runtime::JobSpec> spec = runtime::ParseJobSpec(assignment.spec_yaml());
@@ -21,6 +42,7 @@ StatusOr<runtime::StageAssignment> StageAssignmentOf(const geotrain::v1::Assignm
       runtime::AssignmentFor(*spec, assignment.stage(), assignment.replica());
   // A later placement must continue from the checkpoint even if the YAML turned resume off.
   stage.training.resume = stage.training.resume || assignment.resume();
+  stage.rank_regions = RankRegionsOf(assignment, *spec);
   return stage;
 }
 

@@ -1,6 +1,8 @@
 // StageAssignmentOf: what the runtime trains for an Assignment: the job YAML parsed
-// (runtime::ParseJobSpec), the rank (stage, replica) taken from it, and resume forced on when the
-// coordinator says this placement continues an earlier one.
+// (runtime::ParseJobSpec; model.device and model.autocast come with it), the rank (stage,
+// replica) taken from it, resume forced on when the coordinator says this placement continues
+// an earlier one, and every rank's region from the placements (rank_regions: whether a stage's
+// replicas may all-reduce over NCCL, runtime/dp_backend.h).
 //
 // The task child's only use of the protobuf: the runtime itself never sees it. Errors here are
 // the child's exit code 2 (a retry cannot fix them). Free function; thread-safe.

@@ -32,17 +32,17 @@ struct CocktailWorkspace {
   DeviceArray<unsigned long long> flags;  // ~first non-finite x index (0: none), v not finite, m
   DeviceBytes scan_temp;                  // CUB's scratch
   PinnedBytes readback;                   // flags and sums, copied back
-  PinnedBytes bitmap_host;                // the bitmap, copied back
+  PinnedBytes payload_host;               // the bitmap and the block, copied back
   FixpointWorkspace fixpoint;
   DeviceBytes block;                      // the fixpoint block (encode) or bitmap + block (decode)
 };
 
 // What CocktailSample learnt about the input.
 struct CocktailSampleInfo {
-  uint64_t m = 0;                     // sampled coordinates
-  bool x_not_finite = false;          // some x[i] is NaN or infinite; the first is at
-  uint64_t first_bad_x = 0;
-  bool v_not_finite = false;          // some v = x + residual is not finite
+  uint64_t m = 0;              // sampled coordinates
+  bool x_not_finite = false;   // some x[i] is NaN or infinite,
+  uint64_t first_bad_x = 0;    //   the first of them at this index
+  bool v_not_finite = false;   // some v = x + residual is not finite
 };
 
 // Forms v (x, or `residual` += x in place when `residual` is non-null), sums Σv² into

@@ -27,8 +27,10 @@ Status CudaCodec::AppendFromDevice(const void* device, size_t bytes, ByteWriter*
 
 bool HasCudaKernels(CodecId codec) {
   switch (codec) {
-    case CodecId::kFixpoint: return true;
-    case CodecId::kDelta: return true;
+    case CodecId::kFixpoint:
+    case CodecId::kDelta:
+    case CodecId::kTah:
+    case CodecId::kCocktail: return true;
     default: return false;
   }
 }
@@ -38,10 +40,12 @@ StatusOr<std::unique_ptr<CudaCodec>> MakeCudaCodec(const CodecConfig& config, St
   switch (config.codec) {
     case CodecId::kFixpoint: return NewFixpointCudaCodec(config, stream);
     case CodecId::kDelta: return NewDeltaCudaCodec(config, stream);
+    case CodecId::kTah: return NewTahCudaCodec(config, stream);
+    case CodecId::kCocktail: return NewCocktailCudaCodec(config, stream);
     default:
       return FailedPrecondition(std::string("codec: ") + CodecName(config.codec) +
-                           " has no CUDA kernels (fixpoint, delta, tah and cocktail do); encode it "
-                           "with the CPU codec");
+                                " has no CUDA kernels (fixpoint, delta, tah and cocktail do); "
+                                "encode it with the CPU codec");
   }
 }
 

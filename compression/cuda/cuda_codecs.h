@@ -8,6 +8,8 @@
 namespace geotrain::compression::cuda {
 
 StatusOr<std::unique_ptr<CudaCodec>> NewFixpointCudaCodec(const CodecConfig& config, Stream stream);
+StatusOr<std::unique_ptr<CudaCodec>> NewTahCudaCodec(const CodecConfig& config, Stream stream);
+StatusOr<std::unique_ptr<CudaCodec>> NewCocktailCudaCodec(const CodecConfig& config, Stream stream);
 StatusOr<std::unique_ptr<CudaCodec>> NewDeltaCudaCodec(const CodecConfig& config, Stream stream);
 
 }  // namespace geotrain::compression::cuda

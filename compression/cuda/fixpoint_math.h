@@ -2,8 +2,8 @@
 // kernels and checked against the CPU quantizer on the CPU (tests/compression/cuda_math_test.cc).
 //
 // Bit-identical results need the same float operations in the same order as the CPU code: a
-// product, then a separate sum or rounding. The CPU build does not contract a*b+c into an FMA
-// (ISO C++ mode); the CUDA target is compiled with --fmad=false for the same reason.
+// product, then a separate sum or rounding. Neither side contracts a*b+c into an FMA: the C++
+// code is built with -ffp-contract=off (top CMakeLists.txt), the CUDA target with --fmad=false.
 #pragma once
 
 #include <cmath>

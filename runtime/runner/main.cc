@@ -6,6 +6,8 @@
 //       [--config-changes changes.jsonl]   (adaptive compression's changes, runtime/config_change.h)
 //       [--frame-key-file job.key]   (32 raw bytes or 64 hex digits, the same file on every rank:
 //                                     seals every data-plane frame with AES-256-GCM)
+//       [--emulate-link-mbit 200]    (every link of this rank sends at most that many Mbit/s:
+//                                     net/paced_transport.h, a WAN on one machine without tc)
 //
 // Flags follow the seed projects (runtime/seed_flags.h; docs/job-spec.md maps them onto the job
 // spec). Rank 0 serves the rendezvous store of a tcp:// URL; a file:// URL names a file every rank
@@ -16,6 +18,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <vector>
@@ -58,37 +61,56 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const SeedRunConfig& config,
 }
 
 constexpr const char* kFrameKeyFlag = "--frame-key-file";
+constexpr const char* kEmulateLinkFlag = "--emulate-link-mbit";
 
-// Takes --frame-key-file FILE (or =FILE) out of argv, which keeps the seed projects' flags, and
-// returns FILE ("" when absent).
-StatusOr<std::string> TakeFrameKeyFlag(std::vector<char*>* args) {
-  std::string path;
+// Takes `flag` VALUE (or `flag`=VALUE) out of argv, which keeps the seed projects' flags, and
+// returns VALUE ("" when absent).
+StatusOr<std::string> TakeFlag(std::vector<char*>* args, const std::string& flag) {
+  std::string value;
   for (size_t i = 1; i < args->size();) {
     const std::string arg = (*args)[i];
-    const std::string with_value = std::string(kFrameKeyFlag) + "=";
-    if (arg == kFrameKeyFlag) {
-      if (i + 1 >= args->size()) return InvalidArgument(std::string(kFrameKeyFlag) + ": no file");
-      path = (*args)[i + 1];
+    const std::string with_value = flag + "=";
+    if (arg == flag) {
+      if (i + 1 >= args->size()) return InvalidArgument(flag + ": no value");
+      value = (*args)[i + 1];
       args->erase(args->begin() + i, args->begin() + i + 2);
     } else if (arg.rfind(with_value, 0) == 0) {
-      path = arg.substr(with_value.size());
+      value = arg.substr(with_value.size());
       args->erase(args->begin() + i);
     } else {
       ++i;
       continue;
     }
-    if (path.empty()) return InvalidArgument(std::string(kFrameKeyFlag) + ": empty file name");
+    if (value.empty()) return InvalidArgument(flag + ": empty value");
   }
-  return path;
+  return value;
 }
 
-Status Train(const SeedRunConfig& config, const std::string& frame_key) {
+// --emulate-link-mbit's value: a positive number of Mbit/s, or 0 when the flag is absent.
+StatusOr<double> ParseLinkMbit(const std::string& text) {
+  if (text.empty()) return 0.0;
+  size_t used = 0;
+  double mbit = 0;
+  try {
+    mbit = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(mbit > 0) || !std::isfinite(mbit)) {
+    return InvalidArgument(std::string(kEmulateLinkFlag) + ": \"" + text +
+                           "\" is not a positive number of Mbit/s");
+  }
+  return mbit;
+}
+
+Status Train(const SeedRunConfig& config, const std::string& frame_key, double link_mbit) {
   const net::Timeout timeout(
       static_cast<int64_t>(config.assignment.training.timeout_seconds * 1000));
   RankRunOptions options;
   options.assignment = config.assignment;
   options.bind_address = config.bind_address;
   options.frame_key = frame_key;
+  options.emulated_link_mbit = link_mbit;
   if (!config.config_changes_path.empty()) {
     options.poll_changes = CodecChangePoller(config.config_changes_path);
   }
@@ -119,14 +141,20 @@ int main(int argc, char** argv) {
       std::cout << geotrain::runtime::SeedFlagsHelp()
                 << "\n  --frame-key-file FILE  the job's data-plane key (32 raw bytes or 64 hex "
                    "digits, the same\n                         file on every rank): seals every "
-                   "frame with AES-256-GCM\n";
+                   "frame with AES-256-GCM\n"
+                << "  --emulate-link-mbit R  every link of this rank sends at most R Mbit/s (an "
+                   "emulated WAN\n                         on one machine; net/paced_transport.h)\n";
       return 0;
     }
   }
   std::vector<char*> args(argv, argv + argc);
-  auto key_path = geotrain::runtime::TakeFrameKeyFlag(&args);
-  if (!key_path.ok()) {
-    std::cerr << "geotrain-run: " << key_path.status().message() << "\n";
+  auto key_path = geotrain::runtime::TakeFlag(&args, geotrain::runtime::kFrameKeyFlag);
+  auto link_mbit = key_path.ok() ? geotrain::runtime::TakeFlag(&args, geotrain::runtime::kEmulateLinkFlag)
+                                 : key_path;
+  auto link_rate = link_mbit.ok() ? geotrain::runtime::ParseLinkMbit(*link_mbit)
+                                  : geotrain::StatusOr<double>(link_mbit.status());
+  if (!link_rate.ok()) {
+    std::cerr << "geotrain-run: " << link_rate.status().message() << "\n";
     return 2;
   }
   std::string frame_key;
@@ -149,7 +177,7 @@ int main(int argc, char** argv) {
     spdlog::warn("no --frame-key-file: data-plane frames (activations, gradients) cross the "
                  "network in the clear, unauthenticated");
   }
-  const geotrain::Status status = geotrain::runtime::Train(*config, frame_key);
+  const geotrain::Status status = geotrain::runtime::Train(*config, frame_key, *link_rate);
   if (!status.ok()) {
     spdlog::error("{}", status.ToString());
     return 1;

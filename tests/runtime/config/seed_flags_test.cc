@@ -54,6 +54,7 @@ TEST(SeedFlagsTest, EveryFlagSetsItsField) {
          return t.size() == 2 && t[0].path == "x.jsonl" && t[1].weight == 0.75;
        }},
       {{"--seq-length", "1024"}, [](C c) { return c.assignment.data.seq_length == 1024; }},
+      {{"--cuda-id", "1"}, [](C c) { return c.assignment.device == "cuda:1"; }},
       {{"--forward-compress-method", "delta"},
        [](C c) { return c.assignment.compression.forward.codec == cz::CodecId::kDelta; }},
       {{"--forward-compress-method", "tha"},
@@ -168,7 +169,8 @@ TEST(SeedFlagsTest, RankLayoutIsDataMajor) {
 
 TEST(SeedFlagsTest, ErrorsNameTheFlag) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"--cuda-id", "0"}, "--cuda-id"},
+      {{"--cuda-id", "-1"}, "--cuda-id: -1 is negative"},
+      {{"--cuda-id", "first"}, "--cuda-id"},
       {{"--lr", "fast"}, "--lr"},
       {{"--forward-bits", "4.5"}, "--forward-bits"},
       {{"--world-size", "8", "--pipeline-group-size", "3", "--data-group-size", "2"},
