@@ -763,7 +763,7 @@ StatusOr<double> StageRuntime::Evaluate() {
       }
       GEOTRAIN_ASSIGN_OR_RETURN(output, stage_->Forward(input, context));
       if (assignment_.is_last_stage()) {
-        GEOTRAIN_ASSIGN_OR_RETURN(loss, stage_->Loss(output, labels));
+        GEOTRAIN_ASSIGN_OR_RETURN(loss, stage_->Loss(output, labels.to(device_)));
       } else if (encoder_) {
         output = ApplyLinear(output, encoder_->tensor);
       }
