@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <string>
 
 #include "compression/bitpack.h"
+#include "compression/cocktail_frame.h"
 #include "compression/codecs.h"
 #include "compression/fixpoint_block.h"
 #include "compression/magnitude_threshold.h"
@@ -54,18 +54,6 @@ inline void StoreBigEndian64(uint64_t w, uint8_t* p) {
   std::memcpy(p, &w, 8);
 }
 
-// Number of set bits in `bytes` bytes of bitmap.
-uint64_t BitmapPopcount(const uint8_t* bitmap, uint64_t bytes) {
-  uint64_t count = 0, i = 0;
-  for (; i + 8 <= bytes; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, bitmap + i, 8);
-    count += __builtin_popcountll(w);
-  }
-  for (; i < bytes; ++i) count += __builtin_popcount(bitmap[i]);
-  return count;
-}
-
 // Calls visit(position) for each set bit of the MSB-first bitmap, in increasing position order.
 template <typename Visit>
 void ForEachSetBit(const uint8_t* bitmap, uint64_t bytes, Visit visit) {
@@ -89,12 +77,7 @@ void ForEachSetBit(const uint8_t* bitmap, uint64_t bytes, Visit visit) {
 }  // namespace
 
 StatusOr<std::unique_ptr<CocktailCodec>> CocktailCodec::Create(const CodecConfig& config) {
-  if (config.codec != CodecId::kCocktail) {
-    return InvalidArgument(std::string("codec: a cocktail codec cannot be built for ") +
-                           CodecName(config.codec));
-  }
-  GEOTRAIN_RETURN_IF_ERROR(config.Validate());
-  GEOTRAIN_RETURN_IF_ERROR(CocktailMask::ForStep(config, 0).status());  // checks mask_mode
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailConfig(config));
   return std::unique_ptr<CocktailCodec>(new CocktailCodec(config));
 }
 
@@ -126,18 +109,7 @@ Span<const float> CocktailCodec::residual() {
 }
 
 Status CocktailCodec::RestoreResidual(const Shape& shape, Span<const float> values) {
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] < 0) return InvalidArgument("residual.shape[" + std::to_string(d) + "]: negative");
-  }
-  if (static_cast<uint64_t>(NumElements(shape)) != values.size()) {
-    return InvalidArgument("residual: " + std::to_string(values.size()) +
-                           " values for shape " + ShapeString(shape));
-  }
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      return InvalidArgument("residual[" + std::to_string(i) + "]: not finite");
-    }
-  }
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailResidual(shape, values));
   residual_.assign(values.begin(), values.end());
   residual_shape_ = shape;
   pending_coords_.clear();
@@ -194,12 +166,9 @@ StatusOr<double> CocktailCodec::SampleInput(const CocktailMask& mask, const floa
   for (double lane : squares) norm_sq += lane;
   if (std::isfinite(norm_sq)) return norm_sq;
   for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) {
-      return InvalidArgument("input[" + std::to_string(i) +
-                             "]: NaN or infinity cannot be compressed");
-    }
+    if (!std::isfinite(x[i])) return CocktailInputNotFinite(i);
   }
-  return InvalidArgument("input: adding the error-feedback residual overflows float32");
+  return CocktailResidualOverflow();
 }
 
 void CocktailCodec::SelectTopK(int64_t k, uint8_t* bitmap) {
@@ -257,13 +226,8 @@ void CocktailCodec::SelectTopK(int64_t k, uint8_t* bitmap) {
 
 Status CocktailCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWriter* payload,
                              ErrorSums* error) {
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailInput(in));
   const int64_t n = in.elements;
-  if (n < 0 || static_cast<uint64_t>(n) > CocktailMask::kMaxElements) {
-    return InvalidArgument("input.elements: " + std::to_string(n) +
-                           " is outside 0..2^32-1 (cocktail indexes coordinates with 32 bits; "
-                           "compress smaller chunks)");
-  }
-  if (n > 0 && in.data == nullptr) return InvalidArgument("input.data: null");
   GEOTRAIN_ASSIGN_OR_RETURN(const CocktailMask mask, CocktailMask::ForStep(config_, in.step));
 
   const bool feedback = config_.error_feedback;
@@ -281,33 +245,23 @@ Status CocktailCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWrit
   }
 
   const int64_t m = static_cast<int64_t>(sampled_values_.size());
-  const int64_t k =
-      m == 0 ? 0 : std::clamp<int64_t>(std::llround(config_.topk_ratio * m), 1, m);
-  mask.Write(params);
-  params->Put<uint64_t>(static_cast<uint64_t>(k));
-  PutQuantParams(params, ScaleMode::kPerTile, config_.quant_group, config_.quant_bits);
+  const int64_t k = CocktailKeptCount(config_.topk_ratio, m);
+  PutCocktailParams(mask, k, config_, params);
 
   SelectTopK(k, payload->Extend(PackedBytes(m, 1)));
   kept_decoded_.resize(k);
   if (k > 0) {
-    const QuantLayout layout{1, k, ScaleMode::kPerTile, config_.quant_group};
-    QuantizeOptions options;
-    options.bits = config_.quant_bits;
-    options.rounding = config_.rounding;
-    options.seed = config_.seed;
-    options.stream = in.step;
     // Cannot fail: the values are finite and the config valid. Were it to, the residual would
     // hold v without the send subtracted, which is what "nothing was sent" means.
-    GEOTRAIN_RETURN_IF_ERROR(EncodeFixpointBlock(kept_values_.data(), layout, options, payload,
-                                                 kept_decoded_.data(), nullptr));
+    GEOTRAIN_RETURN_IF_ERROR(EncodeFixpointBlock(
+        kept_values_.data(), CocktailKeptLayout(k, config_.quant_group),
+        CocktailQuantizeOptions(config_, in.step), payload, kept_decoded_.data(), nullptr));
   }
 
-  // Unkept coordinates decode to 0: Σ(v - x̂)² = Σv² - Σ_kept v² + Σ_kept (v - x̂)².
   if (error != nullptr) {
     double kept_norm_sq = 0, kept_error_sq = 0;
     AddKeptSums(kept_values_.data(), kept_decoded_.data(), k, &kept_norm_sq, &kept_error_sq);
-    error->error_sq += std::max(0.0, *norm_sq - kept_norm_sq) + kept_error_sq;
-    error->norm_sq += *norm_sq;
+    AddCocktailErrorSums(*norm_sq, kept_norm_sq, kept_error_sq, error);
   }
   if (feedback) {
     // The residual holds v; what was sent leaves it at the next pass over it (see the header).
@@ -319,26 +273,10 @@ Status CocktailCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWrit
 }
 
 Status CocktailCodec::Decode(const FrameContent& frame, float* out) {
-  ByteReader params(frame.params);
-  GEOTRAIN_ASSIGN_OR_RETURN(const CocktailMask mask, CocktailMask::Read(&params));
-  uint64_t k = 0;
-  GEOTRAIN_RETURN_IF_ERROR(params.Get(&k, "cocktail.kept"));
-  ScaleMode scale_mode;
-  int64_t group = 0;
-  int bits = 0;
-  GEOTRAIN_RETURN_IF_ERROR(GetQuantParams(&params, &scale_mode, &group, &bits));
-  if (scale_mode != ScaleMode::kPerTile) {
-    return DataLoss(std::string("cocktail.scale_mode: ") + ScaleModeName(scale_mode) +
-                    " (cocktail frames use tile)");
-  }
-  if (bits < 2) return DataLoss("cocktail.bits: " + std::to_string(bits) + " is outside 2..8");
-  GEOTRAIN_RETURN_IF_ERROR(params.ExpectEnd("cocktail.params"));
-
+  GEOTRAIN_ASSIGN_OR_RETURN(const CocktailFrameParams f, ReadCocktailParams(frame));
+  const CocktailMask& mask = f.mask;
+  const uint64_t k = f.kept;
   const int64_t n = frame.elements;
-  if (n < 0 || static_cast<uint64_t>(n) > CocktailMask::kMaxElements) {
-    return DataLoss("cocktail: frame of " + std::to_string(n) +
-                    " elements is outside 0..2^32-1");
-  }
   uint64_t m;
   if (mask.mode() == MaskMode::kRolling) {
     m = mask.SampledCount(n);
@@ -346,30 +284,16 @@ Status CocktailCodec::Decode(const FrameContent& frame, float* out) {
     mask.SampledIndices(n, &sampled_index_);
     m = sampled_index_.size();
   }
-  if (k > m) {
-    return DataLoss("cocktail.kept: " + std::to_string(k) + " exceeds the " + std::to_string(m) +
-                    " sampled coordinates");
-  }
-  if (k == 0 && m > 0) {
-    return DataLoss("cocktail.kept: 0 of " + std::to_string(m) +
-                    " sampled coordinates (an encoder keeps at least one)");
-  }
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailKept(k, m));
 
   ByteReader payload(frame.payload);
   Span<const uint8_t> bitmap;
-  GEOTRAIN_RETURN_IF_ERROR(payload.GetSpan(PackedBytes(m, 1), &bitmap, "cocktail.bitmap"));
-  if (m % 8 != 0 && (bitmap[bitmap.size() - 1] & ((1u << (8 - m % 8)) - 1)) != 0) {
-    return DataLoss("cocktail.bitmap: padding bits after the last sampled coordinate are set");
-  }
-  const uint64_t ones = BitmapPopcount(bitmap.data(), bitmap.size());
-  if (ones != k) {
-    return DataLoss("cocktail.bitmap: " + std::to_string(ones) + " positions set, params say " +
-                    std::to_string(k) + " kept values");
-  }
+  GEOTRAIN_RETURN_IF_ERROR(ReadCocktailBitmap(&payload, m, k, &bitmap));
   kept_decoded_.resize(k);
   if (k > 0) {
-    const QuantLayout layout{1, static_cast<int64_t>(k), ScaleMode::kPerTile, group};
-    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlock(&payload, layout, bits, kept_decoded_.data()));
+    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlock(
+        &payload, CocktailKeptLayout(static_cast<int64_t>(k), f.group), f.bits,
+        kept_decoded_.data()));
   }
   GEOTRAIN_RETURN_IF_ERROR(payload.ExpectEnd("cocktail.payload"));
 

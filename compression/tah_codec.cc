@@ -22,18 +22,13 @@
 #include "compression/hadamard.h"
 #include "compression/tah_bit_allocation.h"
 #include "compression/tah_format.h"
+#include "compression/tah_frame_check.h"
+#include "compression/tah_math.h"
 #include "compression/tah_tile_quantizer.h"
 #include "compression/tah_tile_stats.h"
 
 namespace geotrain::compression {
 namespace {
-
-constexpr float kHalfMax = 65504.0f;
-// Tiles whose largest |x| is above this stay unrotated, so that the Hadamard butterflies (which
-// add up to G = 1024 values of up to √G·max|x|) can never overflow float, on either end.
-constexpr float kMaxRotatedAbs = 1e30f;
-// Rounding slack on |rotated value| <= √G·max|x| when deciding whether fp16 scales suffice.
-constexpr double kRotationSlack = 1.0 + 1e-5;
 
 // The first non-finite input, looked for only in tiles whose Σ|x| is not finite.
 Status CheckFinite(const float* x, const TahGeometry& geo, const TahTileStats& stats) {
@@ -89,9 +84,10 @@ class TahCodec final : public Codec {
     bool Rotated(int64_t tile) const { return BitmapBit(tile_map.data(), tile); }
   };
 
-  // Decode steps: validate every field (pivots into pivots_, scales into scales_), then decode.
+  // Decode steps: validate every field (CheckTahFrame, shared with the CUDA decoder; pivots
+  // into pivots_), convert the checked scale section into scales_, then decode.
   Status ReadFrame(const FrameContent& frame, DecodePlan* plan);
-  Status ReadScales(Span<const uint8_t> bytes, const TahParams& p, const TahGeometry& geo);
+  void ReadScales(Span<const uint8_t> bytes, const TahParams& p, const TahGeometry& geo);
 
   // Scratch reused between calls.
   TahTileStats stats_;
@@ -133,12 +129,10 @@ bool TahCodec::FindOutliers(const TahGeometry& geo) {
   bool fp16_fits = true;
   for (int64_t k = 0; k < geo.tiles; ++k) {
     const float top = stats_.abs_max[k];
-    const bool rotated =
-        top > 0 && top <= kMaxRotatedAbs && top >= tau * static_cast<double>(stats_.abs_second[k]);
+    const bool rotated = TahIsRotated(top, stats_.abs_second[k], tau);
     tile_rotated_[k] = rotated ? 1 : 0;
     outlier_tiles_ += rotated ? 1 : 0;
-    const double reach = rotated ? top * sqrt_g * kRotationSlack : top;
-    fp16_fits &= reach <= kHalfMax;
+    fp16_fits &= TahFitsHalf(top, rotated, sqrt_g);
   }
   return fp16_fits;
 }
@@ -178,10 +172,7 @@ TahCodec::PayloadSections TahCodec::LayOutPayload(const TahGeometry& geo, const 
   const uint64_t tile_map_bytes = BitmapBytes(geo.tiles);
   const uint64_t pivot_bytes = PackedFieldBytes(p.outlier_tiles, geo.pivot_bits);
   const uint64_t scale_bytes = static_cast<uint64_t>(geo.tiles) * (p.f32_scales ? 8 : 4);
-  const uint64_t high_tiles = p.high_units * geo.TilesPerUnit();
-  const uint64_t code_bytes =
-      static_cast<uint64_t>(geo.tile_size / 8) *
-      (p.high_bits * high_tiles + p.low_bits * (static_cast<uint64_t>(geo.tiles) - high_tiles));
+  const uint64_t code_bytes = TahCodeBytes(geo, p.high_bits, p.low_bits, p.high_units);
   uint8_t* at =
       payload->Extend(unit_map_bytes + tile_map_bytes + pivot_bytes + scale_bytes + code_bytes);
   PackBitmap(unit_high_.data(), geo.units, at);
@@ -254,90 +245,30 @@ Status TahCodec::QuantizeRows(const float* x, const TahGeometry& geo, const TahP
   return OkStatus();
 }
 
-Status TahCodec::ReadScales(Span<const uint8_t> bytes, const TahParams& p, const TahGeometry& geo) {
+void TahCodec::ReadScales(Span<const uint8_t> bytes, const TahParams& p, const TahGeometry& geo) {
   static_assert(sizeof(TahTileScale) == 8, "TahTileScale is read as (zero, scale) pairs");
   scales_.resize(geo.tiles);
   const size_t n = 2 * static_cast<size_t>(geo.tiles);
-  if (n == 0) return OkStatus();
+  if (n == 0) return;
   float* values = reinterpret_cast<float*>(scales_.data());
   if (p.f32_scales) {
     std::memcpy(values, bytes.data(), 4 * n);
-    return OkStatus();  // checked per tile against its bits and rotation before decoding
+    return;
   }
   halves_.resize(n);
   std::memcpy(halves_.data(), bytes.data(), 2 * n);
-  // fp16 zero and scale are safe whenever finite with scale >= 0 (|value| <= 65504·256·√G).
-  bool bad = false;
-  for (size_t i = 0; i < n; i += 2) {
-    bad |= (halves_[i] & 0x7c00) == 0x7c00;
-    bad |= (halves_[i + 1] & 0x8000) != 0 || (halves_[i + 1] & 0x7c00) == 0x7c00;
-  }
-  if (bad) {
-    for (size_t i = 0; i < n; ++i) {
-      const bool is_scale = i % 2 == 1;
-      if ((halves_[i] & 0x7c00) == 0x7c00 || (is_scale && (halves_[i] & 0x8000))) {
-        return DataLoss(std::string("tah.scales[") + std::to_string(i / 2) + "]." +
-                        (is_scale ? "scale" : "zero") + ": " +
-                        std::to_string(HalfToFloat(halves_[i])) +
-                        (is_scale ? " is not a finite value >= 0" : " is not finite"));
-      }
-    }
-  }
   HalfToFloat(halves_.data(), values, n);
-  return OkStatus();
 }
 
 Status TahCodec::ReadFrame(const FrameContent& frame, DecodePlan* plan) {
-  TahParams& p = plan->params;
-  TahGeometry& geo = plan->geo;
-  ByteReader param_reader(frame.params);
-  GEOTRAIN_RETURN_IF_ERROR(GetTahParams(&param_reader, &p));
-  GEOTRAIN_RETURN_IF_ERROR(param_reader.ExpectEnd("tah.params"));
-  const Status shape_ok =
-      TahGeometry::Make(frame.shape, frame.elements, p.tile_size, p.entropy_unit, &geo);
-  if (!shape_ok.ok()) return DataLoss("tah.params." + shape_ok.message());
-  if (p.high_units > static_cast<uint64_t>(geo.units)) {
-    return DataLoss("tah.params.high_units: " + std::to_string(p.high_units) + " exceeds the " +
-                    std::to_string(geo.units) + " units");
-  }
-  if (p.outlier_tiles > static_cast<uint64_t>(geo.tiles)) {
-    return DataLoss("tah.params.outlier_tiles: " + std::to_string(p.outlier_tiles) +
-                    " exceeds the " + std::to_string(geo.tiles) + " tiles");
-  }
-
-  ByteReader in(frame.payload);
-  Span<const uint8_t> pivot_bytes, scale_bytes;
-  GEOTRAIN_RETURN_IF_ERROR(in.GetSpan(BitmapBytes(geo.units), &plan->unit_map, "tah.unit_bitmap"));
-  GEOTRAIN_RETURN_IF_ERROR(CheckBitmap(plan->unit_map, geo.units, p.high_units, "tah.unit_bitmap"));
-  GEOTRAIN_RETURN_IF_ERROR(
-      in.GetSpan(BitmapBytes(geo.tiles), &plan->tile_map, "tah.outlier_bitmap"));
-  GEOTRAIN_RETURN_IF_ERROR(
-      CheckBitmap(plan->tile_map, geo.tiles, p.outlier_tiles, "tah.outlier_bitmap"));
-  GEOTRAIN_RETURN_IF_ERROR(
-      in.GetSpan(PackedFieldBytes(p.outlier_tiles, geo.pivot_bits), &pivot_bytes, "tah.pivots"));
-  GEOTRAIN_RETURN_IF_ERROR(
-      UnpackFields(pivot_bytes, p.outlier_tiles, geo.pivot_bits, "tah.pivots", &pivots_));
-  GEOTRAIN_RETURN_IF_ERROR(in.GetSpan(static_cast<uint64_t>(geo.tiles) * (p.f32_scales ? 8 : 4),
-                                      &scale_bytes, "tah.scales"));
-  const uint64_t high_tiles = p.high_units * geo.TilesPerUnit();
-  const uint64_t code_bytes =
-      static_cast<uint64_t>(p.tile_size / 8) *
-      (p.high_bits * high_tiles + p.low_bits * (static_cast<uint64_t>(geo.tiles) - high_tiles));
-  GEOTRAIN_RETURN_IF_ERROR(in.GetSpan(code_bytes, &plan->codes, "tah.codes"));
-  GEOTRAIN_RETURN_IF_ERROR(in.ExpectEnd("tah.payload"));
-  GEOTRAIN_RETURN_IF_ERROR(ReadScales(scale_bytes, p, geo));
-  if (p.f32_scales) {  // f32 zero/scale can overflow when decoded; fp16 ones cannot
-    for (int64_t r = 0; r < geo.rows; ++r) {
-      for (int64_t k = r * geo.tiles_per_row; k < (r + 1) * geo.tiles_per_row; ++k) {
-        if (!TahTileScaleIsSafe(scales_[k], plan->BitsOf(r, k), p.tile_size, plan->Rotated(k))) {
-          return DataLoss("tah.scales[" + std::to_string(k) + "]: zero " +
-                          std::to_string(scales_[k].zero) + ", scale " +
-                          std::to_string(scales_[k].scale) +
-                          " are not finite or would overflow when decoded");
-        }
-      }
-    }
-  }
+  TahFrameLayout l;
+  GEOTRAIN_RETURN_IF_ERROR(CheckTahFrame(frame, &l, &pivots_));
+  plan->params = l.params;
+  plan->geo = l.geo;
+  plan->unit_map = TahFrameLayout::Section(frame.payload, l.unit_map_at, l.tile_map_at);
+  plan->tile_map = TahFrameLayout::Section(frame.payload, l.tile_map_at, l.pivots_at);
+  plan->codes = TahFrameLayout::Section(frame.payload, l.codes_at, l.end);
+  ReadScales(TahFrameLayout::Section(frame.payload, l.scales_at, l.codes_at), l.params, l.geo);
   return OkStatus();
 }
 

@@ -1,14 +1,11 @@
 #include "compression/tah_tile_quantizer.h"
 
 #include <algorithm>
-#include <cfloat>
-#include <cmath>
-#include <cstring>
 #include <limits>
 #include <utility>
 
-#include "common/half.h"
 #include "compression/hadamard.h"
+#include "compression/tah_math.h"
 #include "compression/tah_tile_kernels.h"
 
 #if defined(GEOTRAIN_TAH_AVX2) && defined(__F16C__)
@@ -21,67 +18,30 @@ namespace {
 
 using tah_internal::kGroup;
 using tah_internal::LoadGroupExact;
-using tah_internal::MaxCode;
 using tah_internal::StoreGroupExact;
 
-// The scalar element step, written to match the vector instructions exactly: min_ps(t, m) is
-// "t < m ? t : m"; t is never negative because zero <= every value of the tile and 1/scale >= 0
-// (x >= zero implies fl(x - zero) >= 0), and the slack in the scale keeps t <= 2^b - 1 too (the
-// clamp guards the packing all the same).
-inline float QuantizeValue(float v, float zero, float inv, float max_code) {
-  float t = (v - zero) * inv;
-  t = t < max_code ? t : max_code;
-  return std::nearbyint(t);
+// The scalar paths compute with tah_math.h, shared with the CUDA kernels. Its TahScale is the
+// same (zero, scale) pair as TahTileScale; the kernels keep their own plain struct so that
+// tah_math.h needs nothing from the CPU codec's headers.
+inline TahScale AsMathScale(TahTileScale s) { return TahScale{s.zero, s.scale}; }
+inline TahTileScale AsTileScale(TahScale s) {
+  TahTileScale t;
+  t.zero = s.zero;
+  t.scale = s.scale;
+  return t;
 }
 
 }  // namespace
 
-uint16_t HalfRoundedDown(float v) {
-  uint16_t h = FloatToHalf(v);  // nearest, at most one step from the directed result
-  if (HalfToFloat(h) > v) {     // one step toward -inf
-    if (h == 0x0000) {
-      h = 0x8001;
-    } else if (h & 0x8000) {
-      ++h;
-    } else {
-      --h;
-    }
-  }
-  return h;
-}
-
-uint16_t HalfRoundedUp(float v) {
-  uint16_t h = FloatToHalf(v);
-  if (HalfToFloat(h) < v) {  // one step toward +inf
-    if (h == 0x8000) {
-      h = 0x0001;
-    } else if (h & 0x8000) {
-      --h;
-    } else {
-      ++h;
-    }
-  }
-  return h;
-}
-
-namespace {
-constexpr float kStepSlack = 1.0f + 1.0f / (1 << 20);
-
-// ((max - zero)/(2^b - 1))·slack, the same float operations as the vector path.
-inline float SlackStep(float zero, float max, int bits) {
-  return (max - zero) / MaxCode(bits) * kStepSlack;
-}
-}  // namespace
+uint16_t HalfRoundedDown(float v) { return TahHalfRoundedDown(v); }
+uint16_t HalfRoundedUp(float v) { return TahHalfRoundedUp(v); }
 
 void ChooseTahScalesF16Scalar(const float* min, const float* max, const int32_t* bits, int64_t n,
                               uint8_t* wire, TahTileScale* out) {
   for (int64_t i = 0; i < n; ++i) {
     uint16_t pair[2];
-    pair[0] = HalfRoundedDown(min[i]);
-    out[i].zero = HalfToFloat(pair[0]);
-    pair[1] = HalfRoundedUp(SlackStep(out[i].zero, max[i], bits[i]));
-    out[i].scale = HalfToFloat(pair[1]);
-    std::memcpy(wire + 4 * i, pair, 4);
+    out[i] = AsTileScale(TahChooseScaleF16(min[i], max[i], bits[i], pair));
+    TahWriteScaleF16(pair, i, wire);
   }
 }
 
@@ -91,7 +51,7 @@ void ChooseTahScalesF16(const float* min, const float* max, const int32_t* bits,
 #ifdef GEOTRAIN_TAH_F16C
   static_assert(sizeof(TahTileScale) == 8, "TahTileScale is stored as (zero, scale) pairs");
   const __m256i one = _mm256_set1_epi32(1);
-  const __m256 slack = _mm256_set1_ps(kStepSlack);
+  const __m256 slack = _mm256_set1_ps(kTahStepSlack);
   for (; i + 8 <= n; i += 8) {
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i));
     const __m256 max_code = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_sllv_epi32(one, b), one));
@@ -114,19 +74,11 @@ void ChooseTahScalesF16(const float* min, const float* max, const int32_t* bits,
 }
 
 TahTileScale ChooseTahTileScaleF32(float min, float max, int bits) {
-  TahTileScale s;
-  s.zero = min;
-  s.scale = SlackStep(min, max, bits);
-  // A step below FLT_MIN would make 1/s overflow; a coarser step only costs precision.
-  if (s.scale > 0 && s.scale < FLT_MIN) s.scale = FLT_MIN;
-  return s;
+  return AsTileScale(TahChooseScaleF32(min, max, bits));
 }
 
 bool TahTileScaleIsSafe(TahTileScale s, int bits, int tile_size, bool rotated) {
-  if (!std::isfinite(s.zero) || !std::isfinite(s.scale) || !(s.scale >= 0)) return false;
-  const double reach =
-      std::fabs(static_cast<double>(s.zero)) + static_cast<double>(MaxCode(bits)) * s.scale;
-  return reach * (rotated ? tile_size : 1) < FLT_MAX / 2.0;
+  return TahScaleIsSafe(AsMathScale(s), bits, tile_size, rotated);
 }
 
 void TahErrorLanes::MoveTo(double* error_sq, double* norm_sq) {
@@ -139,16 +91,17 @@ void TahErrorLanes::MoveTo(double* error_sq, double* norm_sq) {
 
 void QuantizeTahTileScalar(const float* x, int g, int bits, TahTileScale s, uint8_t* out,
                            size_t writable, TahErrorLanes* error) {
-  const float inv = s.scale > 0 ? 1.0f / s.scale : 0.0f;
-  const float max_code = MaxCode(bits);
+  const TahScale scale = AsMathScale(s);
+  const float inv = TahInverseScale(s.scale);
+  const float max_code = TahMaxCode(bits);
   for (int i = 0; i < g; i += kGroup) {
     uint64_t word = 0;
     for (int l = 0; l < kGroup; ++l) {
       const float v = x[i + l];
-      const float q = QuantizeValue(v, s.zero, inv, max_code);
+      const float q = TahQuantize(v, s.zero, inv, max_code);
       word = (word << bits) | static_cast<uint32_t>(q);
       if (error) {
-        const float d = v - std::fma(q, s.scale, s.zero);
+        const float d = v - TahDequantize(q, scale);
         error->error[l] += d * d;
         error->norm[l] += v * v;
       }
@@ -169,13 +122,14 @@ void QuantizeTahTile(const float* x, int g, int bits, TahTileScale s, uint8_t* o
 
 void DequantizeTahTileScalar(const uint8_t* codes, size_t readable, int g, int bits, TahTileScale s,
                              float* out) {
+  const TahScale scale = AsMathScale(s);
   const uint32_t mask = (1u << bits) - 1;
   (void)readable;  // exact loads never spill
   for (int i = 0; i < g; i += kGroup) {
     const uint64_t word = LoadGroupExact(codes + static_cast<size_t>(i / kGroup) * bits, bits);
     for (int l = 0; l < kGroup; ++l) {
       const uint32_t c = static_cast<uint32_t>(word >> (bits * (kGroup - 1 - l))) & mask;
-      out[i + l] = std::fma(static_cast<float>(c), s.scale, s.zero);
+      out[i + l] = TahDequantize(static_cast<float>(c), scale);
     }
   }
 }

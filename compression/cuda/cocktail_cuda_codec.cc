@@ -1,12 +1,12 @@
-// cocktail on a CUDA device (cocktail_cuda_codec.h): the host side. It writes the params, checks
-// decoded frames field by field as CocktailCodec::Decode does (same order, same errors), and
-// drives the device steps of cocktail_device.h.
+// cocktail on a CUDA device (cocktail_cuda_codec.h): the host side. It writes the params and
+// checks inputs and decoded frames with CocktailCodec's own functions (cocktail_frame.h: same
+// order, same errors), and drives the device steps of cocktail_device.h.
 #include "compression/cuda/cocktail_cuda_codec.h"
 
-#include <cmath>
-#include <string>
+#include <algorithm>
 
 #include "compression/bitpack.h"
+#include "compression/cocktail_frame.h"
 #include "compression/codecs.h"
 #include "compression/cuda/cuda_codecs.h"
 #include "compression/fixpoint_block.h"
@@ -15,12 +15,7 @@ namespace geotrain::compression::cuda {
 
 StatusOr<std::unique_ptr<CocktailCudaCodec>> CocktailCudaCodec::Create(const CodecConfig& config,
                                                                        Stream stream) {
-  if (config.codec != CodecId::kCocktail) {
-    return InvalidArgument(std::string("codec: a cocktail codec cannot be built for ") +
-                           CodecName(config.codec));
-  }
-  GEOTRAIN_RETURN_IF_ERROR(config.Validate());
-  GEOTRAIN_RETURN_IF_ERROR(CocktailMask::ForStep(config, 0).status());  // checks mask_mode
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailConfig(config));
   return std::unique_ptr<CocktailCudaCodec>(new CocktailCudaCodec(config, stream));
 }
 
@@ -55,18 +50,7 @@ Status CocktailCudaCodec::CopyResidualToHost(std::vector<float>* out) {
 }
 
 Status CocktailCudaCodec::RestoreResidual(const Shape& shape, Span<const float> values) {
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] < 0) return InvalidArgument("residual.shape[" + std::to_string(d) + "]: negative");
-  }
-  if (static_cast<uint64_t>(NumElements(shape)) != values.size()) {
-    return InvalidArgument("residual: " + std::to_string(values.size()) + " values for shape " +
-                           ShapeString(shape));
-  }
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      return InvalidArgument("residual[" + std::to_string(i) + "]: not finite");
-    }
-  }
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailResidual(shape, values));
   const int64_t n = static_cast<int64_t>(values.size());
   GEOTRAIN_RETURN_IF_ERROR(residual_.Reserve(std::max<int64_t>(n, 1)));
   GEOTRAIN_RETURN_IF_ERROR(CopyToDevice(residual_.data(), values.data(), n * sizeof(float), stream_));
@@ -78,13 +62,8 @@ Status CocktailCudaCodec::RestoreResidual(const Shape& shape, Span<const float> 
 
 Status CocktailCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWriter* payload,
                                  ErrorSums* error) {
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailInput(in));
   const int64_t n = in.elements;
-  if (n < 0 || static_cast<uint64_t>(n) > CocktailMask::kMaxElements) {
-    return InvalidArgument("input.elements: " + std::to_string(n) +
-                           " is outside 0..2^32-1 (cocktail indexes coordinates with 32 bits; "
-                           "compress smaller chunks)");
-  }
-  if (n > 0 && in.data == nullptr) return InvalidArgument("input.data: null");
   GEOTRAIN_ASSIGN_OR_RETURN(const CocktailMask mask, CocktailMask::ForStep(config_, in.step));
   const CocktailMaskParams mask_params = MaskParamsOf(mask);
 
@@ -103,23 +82,18 @@ Status CocktailCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, Byte
   if (!sampled.ok() || info.x_not_finite || info.v_not_finite) {
     if (feedback) ZeroResidual();  // partly folded
     if (!sampled.ok()) return sampled;
-    if (info.x_not_finite) {
-      return InvalidArgument("input[" + std::to_string(info.first_bad_x) +
-                             "]: NaN or infinity cannot be compressed");
-    }
-    return InvalidArgument("input: adding the error-feedback residual overflows float32");
+    if (info.x_not_finite) return CocktailInputNotFinite(info.first_bad_x);
+    return CocktailResidualOverflow();
   }
 
   const int64_t m = static_cast<int64_t>(info.m);
-  const int64_t k = KeptCount(config_.topk_ratio, m);
-  mask.Write(params);
-  params->Put<uint64_t>(static_cast<uint64_t>(k));
-  PutQuantParams(params, ScaleMode::kPerTile, config_.quant_group, config_.quant_bits);
+  const int64_t k = CocktailKeptCount(config_.topk_ratio, m);
+  PutCocktailParams(mask, k, config_, params);
 
   // The payload comes back through one pinned buffer: the bitmap, then the fixpoint block (at
   // most its size with float32 scales).
   const uint64_t bitmap_bytes = PackedBytes(static_cast<uint64_t>(m), 1);
-  const QuantLayout layout{1, k, ScaleMode::kPerTile, config_.quant_group};
+  const QuantLayout layout = CocktailKeptLayout(k, config_.quant_group);
   const uint64_t block_bound = k > 0 ? FixpointBlockBytes(layout, config_.quant_bits, true) : 0;
   GEOTRAIN_RETURN_IF_ERROR(ws_.payload_host.Reserve(std::max<uint64_t>(bitmap_bytes + block_bound, 1)));
   GEOTRAIN_RETURN_IF_ERROR(ws_.readback.Reserve(3 * sizeof(double)));
@@ -130,11 +104,7 @@ Status CocktailCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, Byte
   }
   uint64_t block_size = 0;
   if (k > 0) {
-    QuantizeOptions options;
-    options.bits = config_.quant_bits;
-    options.rounding = config_.rounding;
-    options.seed = config_.seed;
-    options.stream = in.step;
+    const QuantizeOptions options = CocktailQuantizeOptions(config_, in.step);
     // Cannot fail on values (they are finite); were it to, the residual holds v without the
     // send subtracted, which is what "nothing was sent" means (as in CocktailCodec).
     GEOTRAIN_ASSIGN_OR_RETURN(block_size, EncodeFixpointBlockOnDevice(
@@ -153,35 +123,15 @@ Status CocktailCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, Byte
   GEOTRAIN_RETURN_IF_ERROR(Synchronize(stream_, "encoding a cocktail frame"));
   payload->PutBytes(host, bitmap_bytes + block_size);
 
-  // Unkept coordinates decode to 0: Σ(v - x̂)² = Σv² - Σ_kept v² + Σ_kept (v - x̂)².
-  if (error != nullptr) {
-    error->error_sq += std::max(0.0, sums[0] - sums[1]) + sums[2];
-    error->norm_sq += sums[0];
-  }
+  if (error != nullptr) AddCocktailErrorSums(sums[0], sums[1], sums[2], error);
   return OkStatus();
 }
 
 Status CocktailCudaCodec::Decode(const FrameContent& frame, float* out) {
-  ByteReader params(frame.params);
-  GEOTRAIN_ASSIGN_OR_RETURN(const CocktailMask mask, CocktailMask::Read(&params));
-  uint64_t k = 0;
-  GEOTRAIN_RETURN_IF_ERROR(params.Get(&k, "cocktail.kept"));
-  ScaleMode scale_mode;
-  int64_t group = 0;
-  int bits = 0;
-  GEOTRAIN_RETURN_IF_ERROR(GetQuantParams(&params, &scale_mode, &group, &bits));
-  if (scale_mode != ScaleMode::kPerTile) {
-    return DataLoss(std::string("cocktail.scale_mode: ") + ScaleModeName(scale_mode) +
-                    " (cocktail frames use tile)");
-  }
-  if (bits < 2) return DataLoss("cocktail.bits: " + std::to_string(bits) + " is outside 2..8");
-  GEOTRAIN_RETURN_IF_ERROR(params.ExpectEnd("cocktail.params"));
-
+  GEOTRAIN_ASSIGN_OR_RETURN(const CocktailFrameParams f, ReadCocktailParams(frame));
+  const CocktailMask& mask = f.mask;
+  const uint64_t k = f.kept;
   const int64_t n = frame.elements;
-  if (n < 0 || static_cast<uint64_t>(n) > CocktailMask::kMaxElements) {
-    return DataLoss("cocktail: frame of " + std::to_string(n) +
-                    " elements is outside 0..2^32-1");
-  }
   const CocktailMaskParams mask_params = MaskParamsOf(mask);
   uint64_t m = 0;
   if (mask.mode() == MaskMode::kRolling) {
@@ -189,30 +139,14 @@ Status CocktailCudaCodec::Decode(const FrameContent& frame, float* out) {
   } else {
     GEOTRAIN_RETURN_IF_ERROR(CocktailSeededIndices(mask_params, n, &ws_, &m, stream_));
   }
-  if (k > m) {
-    return DataLoss("cocktail.kept: " + std::to_string(k) + " exceeds the " + std::to_string(m) +
-                    " sampled coordinates");
-  }
-  if (k == 0 && m > 0) {
-    return DataLoss("cocktail.kept: 0 of " + std::to_string(m) +
-                    " sampled coordinates (an encoder keeps at least one)");
-  }
+  GEOTRAIN_RETURN_IF_ERROR(CheckCocktailKept(k, m));
 
   ByteReader payload(frame.payload);
   Span<const uint8_t> bitmap;
-  GEOTRAIN_RETURN_IF_ERROR(payload.GetSpan(PackedBytes(m, 1), &bitmap, "cocktail.bitmap"));
-  if (m % 8 != 0 && (bitmap[bitmap.size() - 1] & ((1u << (8 - m % 8)) - 1)) != 0) {
-    return DataLoss("cocktail.bitmap: padding bits after the last sampled coordinate are set");
-  }
-  uint64_t ones = 0;
-  for (size_t i = 0; i < bitmap.size(); ++i) ones += __builtin_popcount(bitmap[i]);
-  if (ones != k) {
-    return DataLoss("cocktail.bitmap: " + std::to_string(ones) + " positions set, params say " +
-                    std::to_string(k) + " kept values");
-  }
-  const QuantLayout layout{1, static_cast<int64_t>(k), ScaleMode::kPerTile, group};
+  GEOTRAIN_RETURN_IF_ERROR(ReadCocktailBitmap(&payload, m, k, &bitmap));
+  const QuantLayout layout = CocktailKeptLayout(static_cast<int64_t>(k), f.group);
   Span<const uint8_t> block;
-  if (k > 0) GEOTRAIN_RETURN_IF_ERROR(CheckFixpointBlock(&payload, layout, bits, &block));
+  if (k > 0) GEOTRAIN_RETURN_IF_ERROR(CheckFixpointBlock(&payload, layout, f.bits, &block));
   GEOTRAIN_RETURN_IF_ERROR(payload.ExpectEnd("cocktail.payload"));
 
   // The bitmap and the block are adjacent in the payload: one copy brings both.
@@ -222,7 +156,7 @@ Status CocktailCudaCodec::Decode(const FrameContent& frame, float* out) {
   if (bytes > 0) GEOTRAIN_RETURN_IF_ERROR(CopyToDevice(device, bitmap.data(), bytes, stream_));
   if (k > 0) {
     GEOTRAIN_RETURN_IF_ERROR(ws_.kept_decoded.Reserve(k));
-    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlockOnDevice(device + bitmap.size(), layout, bits,
+    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlockOnDevice(device + bitmap.size(), layout, f.bits,
                                                          &ws_.fixpoint, ws_.kept_decoded.data(),
                                                          stream_));
   }

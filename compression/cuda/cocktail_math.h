@@ -11,8 +11,6 @@
 // so a bitmap word is the bit reversal of the lane bits of the same 32 positions.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 
 #include "common/half.h"
@@ -217,11 +215,6 @@ GEOTRAIN_HOST_DEVICE inline uint32_t KeepLaneBits(uint32_t greater_bits, uint32_
 GEOTRAIN_HOST_DEVICE inline uint64_t KeptBefore(uint64_t packed_before, uint32_t ties) {
   const uint32_t equal = EqualOf(packed_before);
   return static_cast<uint64_t>(GreaterOf(packed_before)) + (equal < ties ? equal : ties);
-}
-
-// k = max(1, round(topk_ratio * m)), at most m; 0 when m = 0 (host only: CocktailCodec::Encode).
-inline int64_t KeptCount(double topk_ratio, int64_t m) {
-  return m == 0 ? 0 : std::clamp<int64_t>(std::llround(topk_ratio * m), 1, m);
 }
 
 // ---------------------------------------------------------------------------------------------

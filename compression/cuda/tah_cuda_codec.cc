@@ -1,10 +1,11 @@
 // tah on a CUDA device: TahCodec's params and payload (tah_codec.cc) from device input, and its
-// frames decoded into device memory. Kernels in tah_device.cu; frame checks in tah_frame_check.h.
+// frames decoded into device memory. Kernels in tah_device.cu; frame checks are TahCodec's own
+// (compression/tah_frame_check.h).
 #include "compression/codecs.h"
 #include "compression/cuda/cuda_codecs.h"
 #include "compression/cuda/tah_device.h"
-#include "compression/cuda/tah_frame_check.h"
 #include "compression/tah_format.h"
+#include "compression/tah_frame_check.h"
 
 namespace geotrain::compression::cuda {
 namespace {

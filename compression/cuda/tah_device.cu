@@ -1,6 +1,6 @@
 // Kernels of tah_device.h: TahCodec's frames (tah_codec.cc, layout in tah_format.h) built and
 // decoded on a CUDA device, byte for byte and bit for bit. The arithmetic is tah_math.h's (shared
-// with the CPU test that checks it against the CPU codec); this file only decides which thread
+// with the CPU codec, and checked against it by a CPU test); this file only decides which thread
 // does what. Tiles are contiguous in the flat tensor (G divides the last dim), so tile k is
 // x[k·G, (k+1)·G) whatever the shape.
 //
@@ -29,9 +29,9 @@
 //      computes the tile's zero/scale (thread 0 stores it), quantizes and stores its 8 codes at
 //      the code offset; the squared error goes to 64 double slots.
 //   7. PackPivots: one thread per byte of the pivot section; then the host copies the payload.
-// Decode: the host validates the frame (tah_frame_check.h) and uploads the payload; the bitmaps
-// are scanned as in step 4, and DecodeTiles<P> (same thread layout as step 6) dequantizes with
-// fma, runs the same butterflies on rotated tiles and swaps the pivot back.
+// Decode: the host validates the frame (tah_frame_check.h: TahCodec's own checks) and uploads the
+// payload; the bitmaps are scanned as in step 4, and DecodeTiles<P> (same thread layout as step 6)
+// dequantizes with fma, runs the same butterflies on rotated tiles and swaps the pivot back.
 //
 // Memory traffic: encode reads the input twice (as the CPU codec does) and writes the payload
 // once; decode reads the payload once and writes the output once. The per-tile arrays are G/24 of
@@ -49,9 +49,9 @@
 
 #include "compression/cuda/kernel_launch.h"
 #include "compression/cuda/tah_device.h"
-#include "compression/cuda/tah_math.h"
 #include "compression/hadamard.h"
 #include "compression/tah_bit_allocation.h"
+#include "compression/tah_math.h"
 
 namespace geotrain::compression::cuda {
 namespace {

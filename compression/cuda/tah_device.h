@@ -9,8 +9,8 @@
 #include "common/span.h"
 #include "common/status.h"
 #include "compression/cuda/device_memory.h"
-#include "compression/cuda/tah_frame_check.h"
 #include "compression/tah_format.h"
+#include "compression/tah_frame_check.h"
 #include "compression/types.h"
 
 namespace geotrain::compression::cuda {

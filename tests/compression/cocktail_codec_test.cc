@@ -16,19 +16,16 @@
 #include "compression/cocktail_mask.h"
 #include "compression/frame.h"
 #include "compression/synthetic_tensors.h"
+#include "tests/compression/cocktail_test_util.h"
 
 namespace geotrain::compression {
 namespace {
 
+// The shared config at the default quant_group, with the seed these tests were written for.
 CodecConfig CocktailConfig(double p, double k, int q, MaskMode mode = MaskMode::kRolling,
                            bool error_feedback = false) {
-  CodecConfig config;
-  config.codec = CodecId::kCocktail;
-  config.random_ratio = p;
-  config.topk_ratio = k;
-  config.quant_bits = q;
-  config.mask_mode = mode;
-  config.error_feedback = error_feedback;
+  CodecConfig config = cocktail_test::CocktailConfig(mode, p, k, q, CodecConfig().quant_group,
+                                                     error_feedback);
   config.seed = 1234;
   return config;
 }

@@ -19,15 +19,21 @@
 #include "common/hash_random.h"
 #include "compression/bitpack.h"
 #include "compression/cocktail_codec.h"
+#include "compression/cocktail_frame.h"
 #include "compression/cocktail_mask.h"
 #include "compression/cuda/cocktail_math.h"
 #include "compression/cuda/kernel_launch.h"
 #include "compression/fixpoint_block.h"
 #include "compression/magnitude_threshold.h"
 #include "compression/synthetic_tensors.h"
+#include "tests/compression/cocktail_test_util.h"
 
 namespace geotrain::compression::cuda {
 namespace {
+
+using cocktail_test::CocktailConfig;
+using cocktail_test::Data;
+using cocktail_test::MakeData;
 
 // ---- helpers -------------------------------------------------------------------------------
 
@@ -226,11 +232,9 @@ Status EmulateEncode(const CodecConfig& config, const std::vector<float>& x, uin
   }
   const Sampled s = EmulateSample(v, n, p);
   const int64_t m = static_cast<int64_t>(s.m);
-  const int64_t k = KeptCount(config.topk_ratio, m);
+  const int64_t k = CocktailKeptCount(config.topk_ratio, m);
   ByteWriter params(params_bytes), payload(payload_bytes);
-  mask.Write(&params);
-  params.Put<uint64_t>(static_cast<uint64_t>(k));
-  PutQuantParams(&params, ScaleMode::kPerTile, config.quant_group, config.quant_bits);
+  PutCocktailParams(mask, k, config, &params);
   if (m == 0) return OkStatus();
   const SelectState state = EmulateSelect(s.values, static_cast<uint32_t>(k));
   if (state.need < state.equal) ++g_partial_tie_frames;  // the tie rule decided some lanes
@@ -323,45 +327,6 @@ std::vector<float> CpuDecode(CocktailCodec& codec, const std::vector<uint8_t>& p
   const Status s = codec.Decode(c, out.data());
   EXPECT_TRUE(s.ok()) << s.ToString();
   return out;
-}
-
-// Test data: kinds that exercise the select and the tie rule.
-enum class Data { kGaussian, kFewLevels, kSameMagnitude, kZerosAndTiny, kWideRange };
-
-std::vector<float> MakeData(Data kind, int64_t n, uint64_t seed) {
-  std::vector<float> x = MakeGaussian(n, seed);
-  SplitMix64 rng(seed * 31 + 7);
-  for (int64_t i = 0; i < n; ++i) {
-    switch (kind) {
-      case Data::kGaussian: break;
-      case Data::kFewLevels: x[i] = std::round(x[i] * 2.0f) / 2.0f; break;  // many ties, zeros
-      case Data::kSameMagnitude: x[i] = (rng.Next() & 1) ? 0.75f : -0.75f; break;
-      case Data::kZerosAndTiny: {
-        const uint64_t r = rng.Next() % 8;
-        x[i] = r < 4 ? (r & 1 ? -0.0f : 0.0f) : r == 4 ? 1e-40f : r == 5 ? -1e-40f : x[i] * 1e-3f;
-        break;
-      }
-      case Data::kWideRange:  // 2^±40: the CPU quantizer sums x² in float32, which must not overflow
-        x[i] = std::ldexp(x[i], static_cast<int>(rng.Next() % 80) - 40);
-        break;
-    }
-  }
-  return x;
-}
-
-CodecConfig Config(MaskMode mode, double p, double topk, int q, int group, bool feedback,
-                   Rounding rounding = Rounding::kNearest) {
-  CodecConfig c;
-  c.codec = CodecId::kCocktail;
-  c.mask_mode = mode;
-  c.random_ratio = p;
-  c.topk_ratio = topk;
-  c.quant_bits = q;
-  c.quant_group = group;
-  c.error_feedback = feedback;
-  c.rounding = rounding;
-  c.seed = 4242;
-  return c;
 }
 
 // ---- unit checks -------------------------------------------------------------------------------
@@ -556,7 +521,7 @@ TEST(CudaCocktailMath, EmulatedDeviceFramesAreCocktailCodecsBytes) {
   int frames = 0;
   g_partial_tie_frames = 0;
   for (const CodecCase& c : CodecCases()) {
-    const CodecConfig config = Config(c.mode, c.p, c.topk, c.q, c.group, false, c.rounding);
+    const CodecConfig config = CocktailConfig(c.mode, c.p, c.topk, c.q, c.group, false, c.rounding);
     auto cpu = CocktailCodec::Create(config);
     ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
     for (uint64_t step : {0, 1, 9, 1000003}) {
@@ -585,7 +550,7 @@ TEST(CudaCocktailMath, EmulatedDeviceFramesAreCocktailCodecsBytes) {
 TEST(CudaCocktailMath, EmulatedErrorFeedbackLeavesCocktailCodecsResidualBitForBit) {
   for (MaskMode mode : {MaskMode::kRolling, MaskMode::kSeeded}) {
     for (Data data : {Data::kGaussian, Data::kFewLevels, Data::kSameMagnitude}) {
-      const CodecConfig config = Config(mode, 0.25, 0.2, 4, 32, true);
+      const CodecConfig config = CocktailConfig(mode, 0.25, 0.2, 4, 32, true);
       auto cpu = CocktailCodec::Create(config);
       ASSERT_TRUE(cpu.ok());
       std::vector<float> residual;

@@ -1,16 +1,20 @@
-// The CUDA tah codec's arithmetic (compression/cuda/tah_math.h) and host frame checks
-// (compression/cuda/tah_frame_check.h), run on the CPU against the CPU codec's own functions.
+// The CUDA tah codec's arithmetic (compression/tah_math.h) and host frame checks
+// (compression/tah_frame_check.h), run on the CPU against the CPU codec's own functions.
 //
 // Three levels, from the pieces up:
 //   1. each GEOTRAIN_HOST_DEVICE function against the CPU function it copies, bit for bit, on
 //      random and adversarial values (bit patterns, ties, zeros, subnormals, fp16 limits, inf/NaN);
+//      for the scalar quantizer pieces the CPU codec calls itself (fp16 rounding, zero/scale,
+//      quantize/dequantize) that is the same source, and tah_kernels_test.cc holds the independent
+//      check (against exact directed rounding and the AVX2/F16C paths);
 //   2. a host model of every kernel of tah_device.cu, built from those functions with the
 //      kernels' thread decomposition (8 lanes and a shuffle-xor tree per tile in pass 1; G/8 groups
 //      of 8 values per tile, cross-group butterflies and reductions in pass 2; ranking by a stable
 //      sort of (key, index); bitmap ranks from byte prefix counts; one byte per thread for the
 //      bitmaps and pivot fields), whose frames must equal TahCodec's byte for byte and whose
 //      decoded values must equal TahCodec's bit for bit over many settings and hostile inputs;
-//   3. CheckTahFrame against TahCodec::Decode on corrupted frames: same Status, code and message.
+//   3. CheckTahFrame against TahCodec::Decode on corrupted frames: same Status, code and message
+//      (TahCodec calls CheckTahFrame too; this guards the checks it makes after it).
 // No CUDA needed: what only a GPU can check (the shuffles and barriers themselves) is in
 // tests/compression/cuda/tah_cuda_test.cc.
 //
@@ -37,18 +41,21 @@
 #include "common/half.h"
 #include "common/hash_random.h"
 #include "compression/codec.h"
-#include "compression/cuda/tah_frame_check.h"
-#include "compression/cuda/tah_math.h"
 #include "compression/frame.h"
 #include "compression/hadamard.h"
 #include "compression/synthetic_tensors.h"
 #include "compression/tah_bit_allocation.h"
 #include "compression/tah_format.h"
+#include "compression/tah_frame_check.h"
+#include "compression/tah_math.h"
 #include "compression/tah_tile_quantizer.h"
 #include "compression/tah_tile_stats.h"
+#include "tests/compression/tah_test_util.h"
 
 namespace geotrain::compression::cuda {
 namespace {
+
+using tah_test::TahConfig;
 
 using Group = std::array<float, 8>;
 
@@ -670,19 +677,6 @@ Status ModelDecode(const FrameContent& frame, std::vector<float>* out) {
   return OkStatus();
 }
 
-CodecConfig Config(int tile, int high_bits, int low_bits, double ratio, EntropyUnit unit,
-                   double tau = 2.0) {
-  CodecConfig c;
-  c.codec = CodecId::kTah;
-  c.tile_size = tile;
-  c.high_bits = high_bits;
-  c.low_bits = low_bits;
-  c.high_ratio = ratio;
-  c.entropy_unit = unit;
-  c.outlier_threshold = tau;
-  return c;
-}
-
 // Encodes with TahCodec and with the model; both must succeed or fail alike, with equal bytes, and
 // both decoders must give the same values. Returns the CPU frame.
 std::vector<uint8_t> ExpectModelMatchesCpu(const CodecConfig& config, const std::vector<float>& x,
@@ -741,7 +735,7 @@ TEST(CudaTahModel, FramesMatchTheCpuCodecOverSettings) {
           for (double tau : {1.0, 2.0, 1e6}) {
             const int64_t rows = 6, cols = std::max<int64_t>(2048, tile);
             const std::vector<float> x = Spiky(rows, cols, tile, tile + hb * 10 + lb);
-            ExpectModelMatchesCpu(Config(tile, hb, lb, ratio, unit, tau), x, {2, 3, cols},
+            ExpectModelMatchesCpu(TahConfig(tile, hb, lb, ratio, unit, tau), x, {2, 3, cols},
                                   "tile " + std::to_string(tile) + " bits " + std::to_string(hb) +
                                       "/" + std::to_string(lb) + " ratio " +
                                       std::to_string(ratio) + " tau " + std::to_string(tau) +
@@ -845,21 +839,11 @@ TEST(CudaTahModel, FramesMatchTheCpuCodecOnHostileInputs) {
     // Rows (and tiles) that are permutations of one another: their entropies differ only by the
     // rounding of their sums, so the ranking rests on the last bits of the CPU's summation order.
     const std::vector<float> base = MakeGaussian(128, 12, 2.0f);
-    std::vector<float> x;
     SplitMix64 shuffle(13);
-    for (int r = 0; r < 96; ++r) {
-      std::vector<float> row = base;
-      for (int i = 127; i > 0; --i) std::swap(row[i], row[shuffle.Next() % (i + 1)]);
-      x.insert(x.end(), row.begin(), row.end());
-    }
-    inputs.push_back({"permuted rows", x, {96, 128}});
-    std::vector<float> tiles;  // every 8-value tile a permutation of the same 8 values
-    for (int t = 0; t < 512; ++t) {
-      std::vector<float> tile(base.begin(), base.begin() + 8);
-      for (int i = 7; i > 0; --i) std::swap(tile[i], tile[shuffle.Next() % (i + 1)]);
-      tiles.insert(tiles.end(), tile.begin(), tile.end());
-    }
-    inputs.push_back({"permuted tiles", tiles, {64, 64}});
+    inputs.push_back({"permuted rows", tah_test::PermutedCopies(base, 96, &shuffle), {96, 128}});
+    // Every 8-value tile a permutation of the same 8 values.
+    const std::vector<float> eight(base.begin(), base.begin() + 8);
+    inputs.push_back({"permuted tiles", tah_test::PermutedCopies(eight, 512, &shuffle), {64, 64}});
   }
   {
     std::vector<float> x = MakeGaussian(16 * 64, 14);  // f32 scales with subnormal-range tiles
@@ -879,7 +863,7 @@ TEST(CudaTahModel, FramesMatchTheCpuCodecOnHostileInputs) {
         if (in.shape.empty() || in.shape.back() % tile != 0) continue;
         for (double tau : {1.0, 2.0}) {
           for (auto [hb, lb, ratio] : {std::tuple{4, 3, 0.8}, std::tuple{3, 6, 0.5}}) {
-            ExpectModelMatchesCpu(Config(tile, hb, lb, ratio, unit, tau), in.x, in.shape,
+            ExpectModelMatchesCpu(TahConfig(tile, hb, lb, ratio, unit, tau), in.x, in.shape,
                                   in.name + " tile " + std::to_string(tile) + " tau " +
                                       std::to_string(tau));
             ++cases;
@@ -909,7 +893,7 @@ TEST(CudaTahModel, RandomTensorsMatchTheCpuCodec) {
     const int hb = 2 + static_cast<int>(rng.Next() % 7), lb = 2 + static_cast<int>(rng.Next() % 7);
     const double ratio = (rng.Next() % 101) / 100.0;
     const double tau = 1.0 + (rng.Next() % 40) / 10.0;
-    ExpectModelMatchesCpu(Config(tile, hb, lb, ratio, unit, tau), x, {rows, cols},
+    ExpectModelMatchesCpu(TahConfig(tile, hb, lb, ratio, unit, tau), x, {rows, cols},
                           "trial " + std::to_string(trial));
     if (HasFailure()) return;
   }
@@ -919,7 +903,7 @@ TEST(CudaTahModel, RandomTensorsMatchTheCpuCodec) {
 
 // CheckTahFrame's verdict against TahCodec::Decode's on the same (edited) frame.
 void ExpectSameVerdict(const FrameContent& content, const std::string& what) {
-  auto codec = MakeCodec(Config(64, 4, 3, 0.8, EntropyUnit::kToken));
+  auto codec = MakeCodec(TahConfig(64, 4, 3, 0.8, EntropyUnit::kToken));
   std::vector<float> out(content.elements);
   const Status cpu = (*codec)->Decode(content, out.data());
   TahFrameLayout layout;
@@ -945,14 +929,14 @@ TEST(CudaTahFrameCheck, RefusesExactlyWhatTheCpuDecoderRefuses) {
     std::vector<float> x = MakeActivationLike(10, 96, 17, 3);
     x[5] = 80.0f;
     x[96 + 40] = -70.0f;
-    sources.push_back({Config(16, 4, 3, 0.5, EntropyUnit::kToken), x, {10, 96}});
-    sources.push_back({Config(8, 2, 6, 0.5, EntropyUnit::kTile, 1.0), x, {10, 96}});
+    sources.push_back({TahConfig(16, 4, 3, 0.5, EntropyUnit::kToken), x, {10, 96}});
+    sources.push_back({TahConfig(8, 2, 6, 0.5, EntropyUnit::kTile, 1.0), x, {10, 96}});
   }
   {
     std::vector<float> x = MakeActivationLike(4, 64, 3, 1);
     for (float& v : x) v *= 1e5f;
     x[2] = 9e6f;
-    sources.push_back({Config(16, 4, 3, 0.8, EntropyUnit::kToken), x, {4, 64}});  // f32 scales
+    sources.push_back({TahConfig(16, 4, 3, 0.8, EntropyUnit::kToken), x, {4, 64}});  // f32 scales
   }
   SplitMix64 rng(41);
   int checked = 0;

@@ -1,13 +1,16 @@
-// Helpers shared by the tah tests: encode a tensor and take its frame apart by the documented
-// layout (compression/tah_format.h), so tests can check bitmaps, pivots and scales directly.
+// Helpers shared by the tah tests (the CPU codec's, the CUDA one's and its CPU-side math test):
+// a config, and encode a tensor and take its frame apart by the documented layout
+// (compression/tah_format.h), so tests can check bitmaps, pivots and scales directly.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "common/half.h"
+#include "common/hash_random.h"
 #include "compression/codec.h"
 #include "compression/frame.h"
 #include "compression/tah_format.h"
@@ -16,7 +19,8 @@
 namespace geotrain::compression::tah_test {
 
 inline CodecConfig TahConfig(int tile = 64, int high_bits = 4, int low_bits = 3,
-                             double high_ratio = 0.8, EntropyUnit unit = EntropyUnit::kToken) {
+                             double high_ratio = 0.8, EntropyUnit unit = EntropyUnit::kToken,
+                             double outlier_threshold = 2.0) {
   CodecConfig c;
   c.codec = CodecId::kTah;
   c.tile_size = tile;
@@ -24,7 +28,22 @@ inline CodecConfig TahConfig(int tile = 64, int high_bits = 4, int low_bits = 3,
   c.low_bits = low_bits;
   c.high_ratio = high_ratio;
   c.entropy_unit = unit;
+  c.outlier_threshold = outlier_threshold;
   return c;
+}
+
+// `count` copies of `base`, each shuffled by `shuffle` (Fisher-Yates) and laid end to end. As rows
+// or tiles their entropies differ only by the rounding of their sums, so the ranking rests on the
+// last bits of the summation order.
+inline std::vector<float> PermutedCopies(const std::vector<float>& base, int count,
+                                         SplitMix64* shuffle) {
+  std::vector<float> x;
+  for (int c = 0; c < count; ++c) {
+    std::vector<float> copy = base;
+    for (size_t n = copy.size(); n > 1; --n) std::swap(copy[n - 1], copy[shuffle->Next() % n]);
+    x.insert(x.end(), copy.begin(), copy.end());
+  }
+  return x;
 }
 
 struct Encoded {

@@ -14,56 +14,15 @@
 #include "compression/cocktail_codec.h"
 #include "compression/cuda/cocktail_cuda_codec.h"
 #include "compression/synthetic_tensors.h"
+#include "tests/compression/cocktail_test_util.h"
 #include "tests/compression/cuda/cuda_test_util.h"
 
 namespace geotrain::compression::cuda {
 namespace {
 
-enum class Data { kGaussian, kFewLevels, kSameMagnitude, kZerosAndTiny, kWideRange };
-
-// Data that exercises the select and the tie rule (as tests/compression/cuda_cocktail_math_test.cc).
-std::vector<float> MakeData(Data kind, int64_t n, uint64_t seed) {
-  std::vector<float> x = MakeGaussian(n, seed);
-  SplitMix64 rng(seed * 31 + 7);
-  for (int64_t i = 0; i < n; ++i) {
-    switch (kind) {
-      case Data::kGaussian: break;
-      case Data::kFewLevels: x[i] = std::round(x[i] * 2.0f) / 2.0f; break;
-      case Data::kSameMagnitude: x[i] = (rng.Next() & 1) ? 0.75f : -0.75f; break;
-      case Data::kZerosAndTiny: {
-        const uint64_t r = rng.Next() % 8;
-        x[i] = r < 4 ? (r & 1 ? -0.0f : 0.0f) : r == 4 ? 1e-40f : r == 5 ? -1e-40f : x[i] * 1e-3f;
-        break;
-      }
-      case Data::kWideRange: x[i] = std::ldexp(x[i], static_cast<int>(rng.Next() % 80) - 40); break;
-    }
-  }
-  return x;
-}
-
-CodecConfig Config(MaskMode mode, double p, double topk, int q, int group, bool feedback,
-                   Rounding rounding = Rounding::kNearest) {
-  CodecConfig c;
-  c.codec = CodecId::kCocktail;
-  c.mask_mode = mode;
-  c.random_ratio = p;
-  c.topk_ratio = topk;
-  c.quant_bits = q;
-  c.quant_group = group;
-  c.error_feedback = feedback;
-  c.rounding = rounding;
-  c.seed = 4242;
-  return c;
-}
-
-void ExpectSameValues(const std::vector<float>& got, const std::vector<float>& want,
-                      const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
-        << what << ": value " << i << " " << got[i] << " vs " << want[i];
-  }
-}
+using cocktail_test::CocktailConfig;
+using cocktail_test::Data;
+using cocktail_test::MakeData;
 
 std::vector<float> CpuDecode(Codec& codec, const std::vector<uint8_t>& frame) {
   DecodedTensor out;
@@ -74,7 +33,7 @@ std::vector<float> CpuDecode(Codec& codec, const std::vector<uint8_t>& frame) {
 
 TEST(CocktailCuda, HasKernelsAndIsMadeByTheFactory) {
   EXPECT_TRUE(HasCudaKernels(CodecId::kCocktail));
-  CodecConfig config = Config(MaskMode::kRolling, 0.1, 0.2, 4, 128, true);
+  CodecConfig config = CocktailConfig(MaskMode::kRolling, 0.1, 0.2, 4, 128, true);
   auto codec = MakeCudaCodec(config);  // allocates nothing: no device needed
   ASSERT_TRUE(codec.ok()) << codec.status().ToString();
   EXPECT_EQ((*codec)->id(), CodecId::kCocktail);
@@ -96,7 +55,7 @@ class CocktailCudaFrames : public ::testing::TestWithParam<Case> {};
 TEST_P(CocktailCudaFrames, FramesAndDecodedValuesMatchTheCpuCodec) {
   GEOTRAIN_SKIP_WITHOUT_GPU();
   const Case c = GetParam();
-  const CodecConfig config = Config(c.mode, c.p, c.topk, c.q, c.group, false, c.rounding);
+  const CodecConfig config = CocktailConfig(c.mode, c.p, c.topk, c.q, c.group, false, c.rounding);
   auto cpu = MakeCodec(config);
   auto gpu = MakeCudaCodec(config);
   ASSERT_TRUE(cpu.ok() && gpu.ok());
@@ -107,7 +66,7 @@ TEST_P(CocktailCudaFrames, FramesAndDecodedValuesMatchTheCpuCodec) {
     const std::vector<uint8_t> got = GpuFrame(**gpu, x, shape, {}, step);
     ASSERT_EQ(got.size(), expected.size()) << "step " << step;
     ASSERT_TRUE(got == expected) << "frames differ at step " << step;
-    ExpectSameValues(GpuDecode(**gpu, expected), CpuDecode(**cpu, expected),
+    ExpectSameFloats(GpuDecode(**gpu, expected), CpuDecode(**cpu, expected),
                      "decoded, step " + std::to_string(step));
   }
 }
@@ -154,7 +113,7 @@ void ExpectSameResidual(CocktailCodec& cpu, CocktailCudaCodec& gpu, const std::s
   std::vector<float> got;
   ASSERT_TRUE(gpu.CopyResidualToHost(&got).ok());
   const Span<const float> want = cpu.residual();
-  ExpectSameValues(got, std::vector<float>(want.begin(), want.end()), what);
+  ExpectSameFloats(got, std::vector<float>(want.begin(), want.end()), what);
   EXPECT_EQ(gpu.residual_shape(), cpu.residual_shape()) << what;
 }
 
@@ -169,7 +128,7 @@ TEST(CocktailCuda, ErrorFeedbackFramesAndResidualMatchTheCpuCodecOverManySteps) 
   GEOTRAIN_SKIP_WITHOUT_GPU();
   for (MaskMode mode : {MaskMode::kRolling, MaskMode::kSeeded}) {
     for (Data data : {Data::kGaussian, Data::kFewLevels, Data::kSameMagnitude}) {
-      const CodecConfig config = Config(mode, 0.25, 0.2, 4, 32, true);
+      const CodecConfig config = CocktailConfig(mode, 0.25, 0.2, 4, 32, true);
       auto cpu = MakeCpu(config);
       auto gpu = MakeGpu(config);
       ASSERT_TRUE(cpu && gpu);
@@ -206,7 +165,7 @@ TEST(CocktailCuda, ErrorFeedbackFramesAndResidualMatchTheCpuCodecOverManySteps) 
 
 TEST(CocktailCuda, OverflowingResidualFailsLikeTheCpuCodec) {
   GEOTRAIN_SKIP_WITHOUT_GPU();
-  const CodecConfig config = Config(MaskMode::kRolling, 0.1, 0.2, 4, 128, true);
+  const CodecConfig config = CocktailConfig(MaskMode::kRolling, 0.1, 0.2, 4, 128, true);
   auto cpu = MakeCpu(config);
   auto gpu = MakeGpu(config);
   std::vector<float> big(1000, 3e38f);
@@ -228,7 +187,7 @@ TEST(CocktailCuda, OverflowingResidualFailsLikeTheCpuCodec) {
 
 TEST(CocktailCuda, ReconfigureKeepsOrDropsTheResidualLikeTheCpuCodec) {
   GEOTRAIN_SKIP_WITHOUT_GPU();
-  CodecConfig config = Config(MaskMode::kSeeded, 0.2, 0.2, 4, 128, true);
+  CodecConfig config = CocktailConfig(MaskMode::kSeeded, 0.2, 0.2, 4, 128, true);
   auto cpu = MakeCpu(config);
   auto gpu = MakeGpu(config);
   for (uint64_t step = 0; step < 8; ++step) {
@@ -257,16 +216,16 @@ class CocktailCudaHostile : public ::testing::Test {
   void SetUp() override {
     if (!DeviceAvailable()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine";
     for (MaskMode mode : {MaskMode::kRolling, MaskMode::kSeeded}) {
-      const CodecConfig config = Config(mode, 0.1, 0.2, 4, 128, false);
+      const CodecConfig config = CocktailConfig(mode, 0.1, 0.2, 4, 128, false);
       auto cpu = MakeCodec(config);
       ASSERT_TRUE(cpu.ok());
       const std::vector<float> x = MakeGaussian(1003, 13);
       good_.push_back(CpuFrame(**cpu, x, {1003}, {}, 4));
     }
-    auto gpu = MakeCudaCodec(Config(MaskMode::kRolling, 0.1, 0.2, 4, 128, false));
+    auto gpu = MakeCudaCodec(CocktailConfig(MaskMode::kRolling, 0.1, 0.2, 4, 128, false));
     ASSERT_TRUE(gpu.ok());
     gpu_ = std::move(*gpu);
-    auto cpu = MakeCodec(Config(MaskMode::kRolling, 0.1, 0.2, 4, 128, false));
+    auto cpu = MakeCodec(CocktailConfig(MaskMode::kRolling, 0.1, 0.2, 4, 128, false));
     ASSERT_TRUE(cpu.ok());
     cpu_ = std::move(*cpu);
   }
@@ -293,7 +252,7 @@ class CocktailCudaHostile : public ::testing::Test {
     ASSERT_EQ(gs.message(), cs.message()) << what;
     std::vector<float> got = ToHost(out, elements + 16);
     if (cs.ok()) {
-      ExpectSameValues(got, want, what);
+      ExpectSameFloats(got, want, what);
     } else {
       for (float v : got) ASSERT_EQ(v, 7.0f) << what << ": written before refusing";
     }
@@ -396,7 +355,7 @@ TEST(CocktailCuda, LargeTensorTiming) {
   GEOTRAIN_SKIP_WITHOUT_GPU();
   const int64_t n = int64_t{1} << 25;  // 32M values (128 MiB)
   for (MaskMode mode : {MaskMode::kRolling, MaskMode::kSeeded}) {
-    const CodecConfig config = Config(mode, 0.1, 0.2, 4, 128, true);
+    const CodecConfig config = CocktailConfig(mode, 0.1, 0.2, 4, 128, true);
     auto cpu = MakeCpu(config);
     auto gpu = MakeGpu(config);
     const std::vector<float> x = MakeGaussian(n, 3);

@@ -1,11 +1,14 @@
-// Helpers of the CUDA codec tests: skipping without a device, and moving test data to and from
-// device memory.
+// Helpers of the CUDA codec tests: skipping without a device, moving test data to and from
+// device memory, and comparing the CUDA codecs' frames and values with the CPU codecs'.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
+#include "common/half.h"
 #include "compression/codec.h"
 #include "compression/cuda/cuda_codec.h"
 #include "compression/cuda/device_memory.h"
@@ -67,6 +70,31 @@ inline std::vector<float> GpuDecode(CudaCodec& codec, const std::vector<uint8_t>
   EXPECT_TRUE(s.ok()) << s.ToString();
   if (!s.ok()) return {};
   return ToHost(decoded.values, NumElements(decoded.shape));
+}
+
+// Equal bit for bit, as decoded values must be (so -0 and +0 differ here).
+inline void ExpectSameFloats(const std::vector<float>& got, const std::vector<float>& want,
+                             const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
+        << what << ": value " << i << " " << got[i] << " vs " << want[i];
+  }
+}
+
+// The CUDA codec's frame for `x` as bf16 in device memory is the CPU codec's frame for the same
+// bf16 values in host memory.
+inline void ExpectBFloat16DeviceFrameIsTheCpuFrame(Codec& cpu, CudaCodec& gpu,
+                                                   const std::vector<float>& x,
+                                                   const Shape& shape) {
+  std::vector<uint16_t> bf16(x.size());
+  ::geotrain::FloatToBFloat16(x.data(), bf16.data(), x.size());
+  DeviceArray<uint16_t> device = ToDevice(bf16);
+  std::vector<uint8_t> gpu_frame, cpu_frame;
+  ASSERT_TRUE(
+      EncodeDeviceFrame(gpu, TensorView{device.data(), DType::kBFloat16, shape}, &gpu_frame).ok());
+  ASSERT_TRUE(EncodeFrame(cpu, TensorView{bf16.data(), DType::kBFloat16, shape}, &cpu_frame).ok());
+  EXPECT_TRUE(gpu_frame == cpu_frame);
 }
 
 }  // namespace geotrain::compression::cuda

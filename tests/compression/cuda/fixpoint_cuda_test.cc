@@ -99,17 +99,7 @@ TEST(FixpointCuda, BFloat16DeviceInputGivesTheCpuFrameOfTheSameBFloat16Values) {
   auto cpu = MakeCodec(config);
   auto gpu = MakeCudaCodec(config);
   ASSERT_TRUE(cpu.ok() && gpu.ok());
-  const std::vector<float> x = MakeActivationLike(32, 256, 3);
-  std::vector<uint16_t> bf16(x.size());
-  ::geotrain::FloatToBFloat16(x.data(), bf16.data(), x.size());
-  DeviceArray<uint16_t> device = ToDevice(bf16);
-  std::vector<uint8_t> gpu_frame, cpu_frame;
-  ASSERT_TRUE(
-      EncodeDeviceFrame(**gpu, TensorView{device.data(), DType::kBFloat16, {32, 256}}, &gpu_frame)
-          .ok());
-  ASSERT_TRUE(
-      EncodeFrame(**cpu, TensorView{bf16.data(), DType::kBFloat16, {32, 256}}, &cpu_frame).ok());
-  EXPECT_TRUE(gpu_frame == cpu_frame);
+  ExpectBFloat16DeviceFrameIsTheCpuFrame(**cpu, **gpu, MakeActivationLike(32, 256, 3), {32, 256});
 }
 
 TEST(FixpointCuda, RefusesACorruptScaleBeforeWritingAValue) {

@@ -17,37 +17,18 @@
 #include "compression/synthetic_tensors.h"
 #include "compression/tah_format.h"
 #include "tests/compression/cuda/cuda_test_util.h"
+#include "tests/compression/tah_test_util.h"
 
 namespace geotrain::compression::cuda {
 namespace {
 
-CodecConfig TahCudaConfig(int tile, int high_bits, int low_bits, double ratio, EntropyUnit unit,
-                          double tau = 2.0) {
-  CodecConfig c;
-  c.codec = CodecId::kTah;
-  c.tile_size = tile;
-  c.high_bits = high_bits;
-  c.low_bits = low_bits;
-  c.high_ratio = ratio;
-  c.entropy_unit = unit;
-  c.outlier_threshold = tau;
-  return c;
-}
+using tah_test::TahConfig;
 
 // Activation-like rows plus a spike in every fifth tile: every setting rotates tiles.
 std::vector<float> Spiky(int64_t rows, int64_t cols, int tile, uint64_t seed) {
   std::vector<float> x = MakeActivationLike(rows, cols, seed, 6);
   for (int64_t k = 0; k < rows * cols / tile; k += 5) x[k * tile + (k * 7) % tile] = 90.0f;
   return x;
-}
-
-void ExpectSameFloats(const std::vector<float>& got, const std::vector<float>& expected,
-                      const std::string& what) {
-  ASSERT_EQ(got.size(), expected.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(std::memcmp(&got[i], &expected[i], 4), 0)
-        << what << ": value " << i << " " << got[i] << " vs " << expected[i];
-  }
 }
 
 // Encodes on both, compares the frames, decodes the CPU frame on both and compares the values.
@@ -93,7 +74,7 @@ TEST_P(TahCudaTest, FramesAndDecodedValuesMatchTheCpuCodec) {
   const Case c = GetParam();
   std::vector<float> x = Spiky(c.rows, c.cols, c.tile, c.tile * 31 + c.high_bits);
   for (float& v : x) v *= c.multiplier;
-  ExpectGpuMatchesCpu(TahCudaConfig(c.tile, c.high_bits, c.low_bits, c.ratio, c.unit, c.tau), x,
+  ExpectGpuMatchesCpu(TahConfig(c.tile, c.high_bits, c.low_bits, c.ratio, c.unit, c.tau), x,
                       {c.rows, c.cols}, Name(c));
 }
 
@@ -132,15 +113,10 @@ TEST(TahCuda, HostileInputsMatchTheCpuCodec) {
     inputs.push_back({"identical rows (tied entropies)", x, {24, 256}});
   }
   {
-    const std::vector<float> base = MakeGaussian(128, 12, 2.0f);
-    std::vector<float> x;
     SplitMix64 shuffle(13);
-    for (int r = 0; r < 96; ++r) {
-      std::vector<float> row = base;
-      for (int i = 127; i > 0; --i) std::swap(row[i], row[shuffle.Next() % (i + 1)]);
-      x.insert(x.end(), row.begin(), row.end());
-    }
-    inputs.push_back({"permuted rows (near-tied entropies)", x, {96, 128}});
+    const std::vector<float> base = MakeGaussian(128, 12, 2.0f);
+    inputs.push_back({"permuted rows (near-tied entropies)",
+                      tah_test::PermutedCopies(base, 96, &shuffle), {96, 128}});
   }
   {
     std::vector<float> x(32 * 128, 0.0f);
@@ -180,7 +156,7 @@ TEST(TahCuda, HostileInputsMatchTheCpuCodec) {
       for (int tile : {8, 32, 64}) {
         if (in.shape.back() % tile != 0) continue;
         for (double tau : {1.0, 2.0}) {
-          ExpectGpuMatchesCpu(TahCudaConfig(tile, 4, 3, 0.8, unit, tau), in.x, in.shape,
+          ExpectGpuMatchesCpu(TahConfig(tile, 4, 3, 0.8, unit, tau), in.x, in.shape,
                               in.name + " G=" + std::to_string(tile));
           if (HasFatalFailure()) return;
         }
@@ -206,7 +182,7 @@ Status CpuEncodeStatus(const CodecConfig& config, const std::vector<float>& x, S
 
 TEST(TahCuda, RefusesWhatTheCpuCodecRefusesWithItsMessage) {
   GEOTRAIN_SKIP_WITHOUT_GPU();
-  const CodecConfig config = TahCudaConfig(32, 4, 3, 0.8, EntropyUnit::kToken);
+  const CodecConfig config = TahConfig(32, 4, 3, 0.8, EntropyUnit::kToken);
   std::vector<float> x(128, 1.0f);
   x[77] = std::numeric_limits<float>::quiet_NaN();
   x[100] = std::numeric_limits<float>::infinity();
@@ -234,7 +210,7 @@ TEST(TahCuda, CorruptFramesAreRefusedLikeTheCpuDecoderBeforeAnythingIsWritten) {
   std::vector<float> x = MakeActivationLike(10, 96, 17, 3);
   x[5] = 80.0f;
   x[96 + 40] = -70.0f;
-  const CodecConfig config = TahCudaConfig(16, 4, 3, 0.5, EntropyUnit::kToken);
+  const CodecConfig config = TahConfig(16, 4, 3, 0.5, EntropyUnit::kToken);
   auto cpu = MakeCodec(config);
   auto gpu = MakeCudaCodec(config);
   ASSERT_TRUE(cpu.ok() && gpu.ok());
@@ -288,15 +264,15 @@ TEST(TahCuda, CorruptFramesAreRefusedLikeTheCpuDecoderBeforeAnythingIsWritten) {
 TEST(TahCuda, UnalignedPointersAndReconfigureKeepTheBytes) {
   GEOTRAIN_SKIP_WITHOUT_GPU();
   const std::vector<float> x = Spiky(8, 512, 64, 2);
-  auto gpu = MakeCudaCodec(TahCudaConfig(64, 4, 3, 0.8, EntropyUnit::kToken));
+  auto gpu = MakeCudaCodec(TahConfig(64, 4, 3, 0.8, EntropyUnit::kToken));
   ASSERT_TRUE(gpu.ok());
   std::vector<float> shifted(x.size() + 1, 0.0f);
   std::copy(x.begin(), x.end(), shifted.begin() + 1);
   DeviceArray<float> device = ToDevice(shifted);
-  for (CodecConfig c : {TahCudaConfig(64, 4, 3, 0.8, EntropyUnit::kToken),
-                        TahCudaConfig(8, 2, 2, 0.1, EntropyUnit::kTile),
-                        TahCudaConfig(256, 8, 5, 0.5, EntropyUnit::kToken, 1.0),
-                        TahCudaConfig(512, 3, 4, 0.9, EntropyUnit::kTile, 1.0)}) {
+  for (CodecConfig c : {TahConfig(64, 4, 3, 0.8, EntropyUnit::kToken),
+                        TahConfig(8, 2, 2, 0.1, EntropyUnit::kTile),
+                        TahConfig(256, 8, 5, 0.5, EntropyUnit::kToken, 1.0),
+                        TahConfig(512, 3, 4, 0.9, EntropyUnit::kTile, 1.0)}) {
     ASSERT_TRUE((*gpu)->Reconfigure(c).ok());
     auto cpu = MakeCodec(c);
     ASSERT_TRUE(cpu.ok());
@@ -324,21 +300,11 @@ TEST(TahCuda, UnalignedPointersAndReconfigureKeepTheBytes) {
 
 TEST(TahCuda, HalfPrecisionDeviceInputGivesTheCpuFrame) {
   GEOTRAIN_SKIP_WITHOUT_GPU();
-  const CodecConfig config = TahCudaConfig(64, 4, 3, 0.8, EntropyUnit::kTile);
+  const CodecConfig config = TahConfig(64, 4, 3, 0.8, EntropyUnit::kTile);
   auto cpu = MakeCodec(config);
   auto gpu = MakeCudaCodec(config);
   ASSERT_TRUE(cpu.ok() && gpu.ok());
-  const std::vector<float> x = Spiky(32, 256, 64, 3);
-  std::vector<uint16_t> bf16(x.size());
-  FloatToBFloat16(x.data(), bf16.data(), x.size());
-  DeviceArray<uint16_t> device = ToDevice(bf16);
-  std::vector<uint8_t> gpu_frame, cpu_frame;
-  ASSERT_TRUE(
-      EncodeDeviceFrame(**gpu, TensorView{device.data(), DType::kBFloat16, {32, 256}}, &gpu_frame)
-          .ok());
-  ASSERT_TRUE(
-      EncodeFrame(**cpu, TensorView{bf16.data(), DType::kBFloat16, {32, 256}}, &cpu_frame).ok());
-  EXPECT_TRUE(gpu_frame == cpu_frame);
+  ExpectBFloat16DeviceFrameIsTheCpuFrame(**cpu, **gpu, Spiky(32, 256, 64, 3), {32, 256});
 }
 
 // Not a pass/fail check: encode and decode rates of the README's shape, for the record.
@@ -348,7 +314,7 @@ TEST(TahCuda, ReportsThroughput) {
   const std::vector<float> x = MakeActivationLike(rows, cols, 42);
   DeviceArray<float> device = ToDevice(x);
   for (EntropyUnit unit : {EntropyUnit::kToken, EntropyUnit::kTile}) {
-    auto gpu = MakeCudaCodec(TahCudaConfig(64, 4, 3, 0.8, unit));
+    auto gpu = MakeCudaCodec(TahConfig(64, 4, 3, 0.8, unit));
     ASSERT_TRUE(gpu.ok());
     const TensorView view{device.data(), DType::kFloat32, {rows, cols}};
     std::vector<uint8_t> frame;

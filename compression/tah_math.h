@@ -1,7 +1,12 @@
-// The arithmetic of the tah (TAH-Quant) CPU codec, written once as GEOTRAIN_HOST_DEVICE functions
-// for the CUDA kernels (tah_device.cu) and checked against the CPU codec's own functions on the CPU
-// (tests/compression/cuda_tah_math_test.cc, which also runs a host model of every kernel built from
-// these pieces and compares its frames with TahCodec's byte for byte).
+// The arithmetic of the tah (TAH-Quant) codec, written once as GEOTRAIN_HOST_DEVICE functions for
+// both codecs: the CUDA kernels (cuda/tah_device.cu) run all of it; the CPU codec calls the scalar
+// pieces it shares with them (the outlier test and fp16 reach in tah_codec.cc; the directed fp16
+// rounding, zero/scale choice, scale safety and per-value quantize/dequantize of
+// tah_tile_quantizer.cc's scalar paths), so those exist once. Where the CPU codec keeps its own
+// code (the AVX2 kernels, the lane structure of tah_tile_stats.cc), the functions here copy it, and
+// tests/compression/cuda_tah_math_test.cc checks them against it on the CPU (it also runs a host
+// model of every kernel built from these pieces and compares its frames with TahCodec's byte for
+// byte).
 //
 // Every function repeats the CPU code's float/double operations in the CPU code's order:
 //   - tile statistics in 8 lanes (lane l takes elements l, l + 8, ...), min/max/top-2 by the same
@@ -14,8 +19,8 @@
 //   - zero/scale: directed fp16 rounding by FloatToHalf plus one step, ((max - zero)/(2^b - 1))·slack;
 //   - codes: clamp((x - zero)·(1/scale)) rounded half to even; decode fma(code, scale, zero);
 //   - Hadamard butterflies (a + b, a - b) stage by stage, then one product by (float)(1/√G).
-// No FMA contraction may happen anywhere else: the CPU build does not contract (ISO C++ mode) and
-// the CUDA target is compiled with --fmad=false. Explicit fmas go through TahFma.
+// No FMA contraction may happen anywhere else: the CPU build is compiled with -ffp-contract=off
+// (CMakeLists.txt) and the CUDA target with --fmad=false. Explicit fmas go through TahFma.
 //
 // Only the C++ standard library and common/: g++ compiles this header without CUDA.
 #pragma once
@@ -28,12 +33,17 @@
 #include "common/half.h"
 #include "common/host_device.h"
 
-namespace geotrain::compression::cuda {
+namespace geotrain::compression {
 
-// Constants of tah_codec.cc, tah_tile_quantizer.cc and tah_tile_stats.cc.
+// The codec's constants (tah_tile_stats.cc still holds its own copy of the FastLog2 cubic).
 constexpr float kTahHalfMax = 65504.0f;
+// Tiles whose largest |x| is above this stay unrotated, so that the Hadamard butterflies (which
+// add up to G = 1024 values of up to √G·max|x|) can never overflow float, on either end.
 constexpr float kTahMaxRotatedAbs = 1e30f;
+// Rounding slack on |rotated value| <= √G·max|x| when deciding whether fp16 scales suffice.
 constexpr double kTahRotationSlack = 1.0 + 1e-5;
+// Widens a step by 2^-20 to cover the two float roundings of (max - zero)/(2^b - 1), so that
+// zero + (2^b - 1)·step reaches max.
 constexpr float kTahStepSlack = 1.0f + 1.0f / (1 << 20);
 constexpr float kTahLog2C0 = -2.15362071f;
 constexpr float kTahLog2C1 = 3.04788415f;
@@ -254,7 +264,9 @@ GEOTRAIN_HOST_DEVICE inline float TahMaxCode(int bits) {
   return static_cast<float>((1 << bits) - 1);
 }
 
-// HalfRoundedDown / HalfRoundedUp of tah_tile_quantizer.cc: nearest, then one step if needed.
+// fp16 bits of v rounded toward -inf / +inf (HalfRoundedDown / HalfRoundedUp of
+// tah_tile_quantizer.h): the nearest fp16 is at most one step from the directed result, so one
+// step back when it lies on the wrong side of v.
 GEOTRAIN_HOST_DEVICE inline uint16_t TahHalfRoundedDown(float v) {
   uint16_t h = FloatToHalf(v);
   if (HalfToFloat(h) > v) {
@@ -287,6 +299,7 @@ struct TahScale {
   float zero, scale;
 };
 
+// ((max - zero)/(2^b - 1))·slack: the same float operations as ChooseTahScalesF16's vector path.
 GEOTRAIN_HOST_DEVICE inline float TahSlackStep(float zero, float max, int bits) {
   return (max - zero) / TahMaxCode(bits) * kTahStepSlack;
 }
@@ -307,6 +320,7 @@ GEOTRAIN_HOST_DEVICE inline TahScale TahChooseScaleF32(float lo, float hi, int b
   TahScale s;
   s.zero = lo;
   s.scale = TahSlackStep(lo, hi, bits);
+  // A step below FLT_MIN would make 1/s overflow; a coarser step only costs precision.
   if (s.scale > 0 && s.scale < FLT_MIN) s.scale = FLT_MIN;
   return s;
 }
@@ -323,7 +337,10 @@ GEOTRAIN_HOST_DEVICE inline float TahInverseScale(float scale) {
   return scale > 0 ? 1.0f / scale : 0.0f;
 }
 
-// QuantizeValue: the code of v as a float in [0, 2^b - 1].
+// The code of v as a float in [0, 2^b - 1], written to match the CPU's vector instructions
+// exactly: min_ps(t, m) is "t < m ? t : m"; t is never negative because zero <= every value of the
+// tile and 1/scale >= 0 (x >= zero implies fl(x - zero) >= 0), and the slack in the scale keeps
+// t <= 2^b - 1 too (the clamp guards the packing all the same).
 GEOTRAIN_HOST_DEVICE inline float TahQuantize(float v, float zero, float inv, float max_code) {
   float t = (v - zero) * inv;
   t = t < max_code ? t : max_code;
@@ -472,4 +489,4 @@ GEOTRAIN_HOST_DEVICE inline void TahWriteScaleF32(TahScale s, int64_t k, uint8_t
   }
 }
 
-}  // namespace geotrain::compression::cuda
+}  // namespace geotrain::compression
