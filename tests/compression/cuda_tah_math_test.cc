@@ -18,14 +18,8 @@
 // No CUDA needed: what only a GPU can check (the shuffles and barriers themselves) is in
 // tests/compression/cuda/tah_cuda_test.cc.
 //
-// GCC contracts a*b + c into an FMA even in ISO C++ mode (-std=c++17; only ISO C turns it off),
-// while the CUDA target is built with --fmad=false. So that tah_math.h is tested here as the
-// device runs it, this file is compiled without contraction; the CPU codec it is compared with
-// keeps its own build flags (its only implicit contraction in frame-affecting code is
-// TahTileScaleIsSafe's |z| + (2^b - 1)·s in double, whose product is exact, so it cannot differ).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// The whole tree is built with -ffp-contract=off and the CUDA target with --fmad=false, so
+// tah_math.h runs here with the same roundings as on the device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
