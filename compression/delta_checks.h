@@ -130,4 +130,21 @@ Status PrepareDeltaFrame(const EncodeInput& in, const CodecConfig& config, Cache
   return OkStatus();
 }
 
+// Step 2 of the frame procedure, on either end: the frame's cached samples become the most
+// recent (a new sample can then only evict samples outside the frame), then `update(i)` applies
+// sample i's update in frame order. If one fails, the frame's samples are erased from `cache`, so
+// later visits resend them in full or fail loudly, never decode against a stale m.
+template <typename Cache, typename Update>
+Status UpdateCacheForFrame(const DeltaFrameParams& header, Cache* cache, Update update) {
+  for (const DeltaSampleHeader& s : header.samples) cache->Touch(s.id);
+  for (size_t i = 0; i < header.samples.size(); ++i) {
+    const Status status = update(i);
+    if (!status.ok()) {
+      for (const DeltaSampleHeader& dropped : header.samples) cache->Erase(dropped.id);
+      return status.WithContext("updating the activation cache (the frame's samples were dropped)");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace geotrain::compression

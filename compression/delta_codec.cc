@@ -91,25 +91,13 @@ QuantLayout DeltaCodec::DeltaLayout(const SampleGeometry& g, ScaleMode mode, int
 template <typename UpdateFor>
 Status DeltaCodec::UpdateCache(const DeltaFrameParams& header, UpdateFor update_for,
                                ErrorSums* error) {
-  for (const DeltaSampleHeader& s : header.samples) cache_->Touch(s.id);
-  for (size_t i = 0; i < header.samples.size(); ++i) {
+  return UpdateCacheForFrame(header, cache_.get(), [&](size_t i) -> Status {
     const DeltaSampleHeader& s = header.samples[i];
-    Status status;
-    StatusOr<SampleUpdate> update = update_for(i);
-    if (!update.ok()) {
-      status = update.status();
-    } else if (s.kind == DeltaSampleKind::kFull) {
-      status = cache_->StoreHalf(s.id, update->half_values);
-    } else {
-      status = cache_->AccumulateDelta(s.id, update->delta, update->reconstruction,
-                                       update->reference, error);
-    }
-    if (!status.ok()) {
-      for (const DeltaSampleHeader& dropped : header.samples) cache_->Erase(dropped.id);
-      return status.WithContext("updating the activation cache (the frame's samples were dropped)");
-    }
-  }
-  return OkStatus();
+    GEOTRAIN_ASSIGN_OR_RETURN(const SampleUpdate update, update_for(i));
+    if (s.kind == DeltaSampleKind::kFull) return cache_->StoreHalf(s.id, update.half_values);
+    return cache_->AccumulateDelta(s.id, update.delta, update.reconstruction, update.reference,
+                                   error);
+  });
 }
 
 Status DeltaCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWriter* payload,

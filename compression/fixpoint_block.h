@@ -52,6 +52,13 @@ Status DecodeFixpointBlock(ByteReader* payload, const QuantLayout& layout, int b
 // Bytes of a block (for size checks and ratio estimates).
 uint64_t FixpointBlockBytes(const QuantLayout& layout, int bits, bool f32_scales = false);
 
+// The fixpoint codec's one block (fixpoint_codec.cc and its CUDA twin): the tensor viewed as
+// [rows, last dim] with the config's scales, and the config's quantizer for `step`'s draws.
+QuantLayout FixpointCodecLayout(const CodecConfig& config, const Shape& shape, int64_t elements);
+QuantizeOptions FixpointCodecOptions(const CodecConfig& config, uint64_t step);
+// A fixpoint codec frame's params, read and checked, and the block's layout over its shape.
+Status ReadFixpointCodecParams(const FrameContent& frame, QuantLayout* layout, int* bits);
+
 // Writes/reads layout fields shared by codecs that carry a fixpoint block (mode, tile, bits).
 void PutQuantParams(ByteWriter* params, ScaleMode mode, int64_t tile, int bits);
 Status GetQuantParams(ByteReader* params, ScaleMode* mode, int64_t* tile, int* bits);

@@ -55,9 +55,6 @@ class DeltaCudaCodec final : public CudaCodec {
   Status ReserveScratch(int64_t samples, int64_t sample_elements, uint64_t payload_bytes);
   // Flags and sums back on the host (one synchronisation).
   Status ReadFlagsAndSums(int64_t samples);
-  // Step 2 (see the file comment); `update(i)` applies sample i's update.
-  template <typename Update>
-  Status UpdateCache(const DeltaFrameParams& header, Update update);
 
   std::unique_ptr<DeviceActivationCache> cache_;
   FixpointWorkspace fixpoint_;
@@ -89,19 +86,6 @@ Status DeltaCudaCodec::ReadFlagsAndSums(int64_t samples) {
   std::memcpy(host_sums_, readback_.data(), 16);
   host_flags_.resize(samples);
   if (samples > 0) std::memcpy(host_flags_.data(), readback_.data() + 16, 4 * samples);
-  return OkStatus();
-}
-
-template <typename Update>
-Status DeltaCudaCodec::UpdateCache(const DeltaFrameParams& header, Update update) {
-  for (const DeltaSampleHeader& s : header.samples) cache_->Touch(s.id);
-  for (size_t i = 0; i < header.samples.size(); ++i) {
-    const Status status = update(i);
-    if (!status.ok()) {
-      for (const DeltaSampleHeader& dropped : header.samples) cache_->Erase(dropped.id);
-      return status.WithContext("updating the activation cache (the frame's samples were dropped)");
-    }
-  }
   return OkStatus();
 }
 
@@ -164,7 +148,7 @@ Status DeltaCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWri
 
   // Step 2: the cache update, from the bytes just written.
   GEOTRAIN_RETURN_IF_ERROR(ZeroDevice(sums_.data(), 16, stream_));
-  GEOTRAIN_RETURN_IF_ERROR(UpdateCache(header, [&](size_t i) -> Status {
+  GEOTRAIN_RETURN_IF_ERROR(UpdateCacheForFrame(header, cache_.get(), [&](size_t i) -> Status {
     const DeltaSampleHeader& s = header.samples[i];
     const uint8_t* section = sections + offsets[i];
     if (s.kind == DeltaSampleKind::kFull) return cache_->StoreHalf(s.id, section);
@@ -228,7 +212,7 @@ Status DeltaCudaCodec::Decode(const FrameContent& frame, float* out) {
   if (g.samples > 0) GEOTRAIN_RETURN_IF_ERROR(cache_->UseSampleShape(g.rows, g.cols));
 
   // Step 2: the sender's cache update; deltas become reconstructions in place.
-  GEOTRAIN_RETURN_IF_ERROR(UpdateCache(header, [&](size_t i) -> Status {
+  GEOTRAIN_RETURN_IF_ERROR(UpdateCacheForFrame(header, cache_.get(), [&](size_t i) -> Status {
     const DeltaSampleHeader& s = header.samples[i];
     if (s.kind == DeltaSampleKind::kFull) return cache_->StoreHalf(s.id, sections + offsets[i]);
     return cache_->AccumulateDelta(s.id, out + i * n, out + i * n, nullptr, nullptr);

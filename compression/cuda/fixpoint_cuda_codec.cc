@@ -1,5 +1,4 @@
 // fixpoint on a CUDA device: the block of fixpoint_device.h with the CPU codec's params.
-#include "compression/codecs.h"
 #include "compression/cuda/cuda_codecs.h"
 #include "compression/cuda/fixpoint_device.h"
 
@@ -12,16 +11,9 @@ class FixpointCudaCodec final : public CudaCodec {
 
   Status Encode(const EncodeInput& in, ByteWriter* params, ByteWriter* payload,
                 ErrorSums* error) override {
-    QuantLayout layout;
-    MatrixView(in.shape, in.elements, &layout.rows, &layout.cols);
-    layout.mode = config_.scale_mode;
-    layout.tile = config_.tile_size;
+    const QuantLayout layout = FixpointCodecLayout(config_, in.shape, in.elements);
     PutQuantParams(params, layout.mode, layout.tile, config_.bits);
-    QuantizeOptions options;
-    options.bits = config_.bits;
-    options.rounding = config_.rounding;
-    options.seed = config_.seed;
-    options.stream = in.step;
+    const QuantizeOptions options = FixpointCodecOptions(config_, in.step);
     GEOTRAIN_ASSIGN_OR_RETURN(const uint64_t size,
                               EncodeFixpointBlockOnDevice(in.data, layout, options, &workspace_,
                                                           &block_, nullptr, error, stream_));
@@ -29,12 +21,9 @@ class FixpointCudaCodec final : public CudaCodec {
   }
 
   Status Decode(const FrameContent& frame, float* out) override {
-    ByteReader params(frame.params);
     QuantLayout layout;
     int bits;
-    GEOTRAIN_RETURN_IF_ERROR(GetQuantParams(&params, &layout.mode, &layout.tile, &bits));
-    GEOTRAIN_RETURN_IF_ERROR(params.ExpectEnd("fixpoint.params"));
-    MatrixView(frame.shape, frame.elements, &layout.rows, &layout.cols);
+    GEOTRAIN_RETURN_IF_ERROR(ReadFixpointCodecParams(frame, &layout, &bits));
     ByteReader payload(frame.payload);
     Span<const uint8_t> host_block;
     GEOTRAIN_RETURN_IF_ERROR(CheckFixpointBlock(&payload, layout, bits, &host_block));
