@@ -19,6 +19,7 @@
 #include <set>
 
 #include "models/file_contents.h"
+#include "models/tokenizer/utf8.h"
 
 namespace geotrain::runtime {
 namespace {
@@ -681,6 +682,30 @@ std::vector<FieldProblem> LayerRangeProblems(const JobSpec& spec) {
   return problems;
 }
 
+// YAML streams are Unicode. yaml-cpp reads bytes that are not UTF-8 without complaint but writes
+// each as U+FFFD, so such a spec would not survive JobSpecToYaml (a name would change, and grow
+// past its limit); it is refused here, where the line can still be named.
+Status CheckUtf8(std::string_view text) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const models::DecodedCodePoint decoded = models::DecodeUtf8(text, pos);
+    if (decoded.code_point == models::kInvalidCodePoint) {
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[pos]));
+      return InvalidArgument("job spec: line " + std::to_string(line) + ", byte " +
+                             std::to_string(pos - line_start + 1) + ": " + byte +
+                             " is not valid UTF-8 (a job spec is a UTF-8 text file)");
+    }
+    if (text[pos] == '\n') {
+      ++line;
+      line_start = pos + 1;
+    }
+    pos += decoded.length;
+  }
+  return OkStatus();
+}
+
 // Every problem of a job read without parse errors in the fields involved, as YAML paths: the
 // job-level ones and the first rank's assignment's.
 std::vector<FieldProblem> JobProblems(const JobSpec& spec) {
@@ -732,6 +757,7 @@ std::vector<FieldProblem> JobProblems(const JobSpec& spec) {
 }  // namespace
 
 StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text) {
+  GEOTRAIN_RETURN_IF_ERROR(CheckUtf8(yaml_text));
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);

@@ -28,6 +28,20 @@ TEST(JobSpecHostileTest, NameIsBounded) {
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
 }
 
+// yaml-cpp would read the bytes and write each back as U+FFFD (three bytes), so the spec would
+// change on its way through JobSpecToYaml.
+TEST(JobSpecHostileTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  ExpectRefused("name: j\nmodel: {dir: \"/m\\xff\"}\n# caf\xe9\n", "line 3, byte 6: 0xe9");
+  ExpectRefused("name: \"j\xc0\xaf\"\n", "line 1, byte 9: 0xc0");  // overlong '/'
+  ExpectRefused("name: j\xed\xa0\x80\n", "line 1, byte 8: 0xed");    // a surrogate
+  const auto spec = ParseJobSpec("name: caf\xc3\xa9-\xe2\x82\xac\n" + kRequired);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "caf\xc3\xa9-\xe2\x82\xac");
+  const auto again = ParseJobSpec(JobSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->name, spec->name);
+}
+
 TEST(JobSpecHostileTest, StagesAndReplicasAreBounded) {
   ExpectRefused("name: j\npipeline: {stages: 2147483647}\n", "pipeline.stages: 2147483647");
   ExpectRefused("name: j\npipeline: {stages: 1025}\n", "pipeline.stages");
@@ -50,7 +64,9 @@ TEST(JobSpecHostileTest, GarbageIsAnErrorNotAnException) {
         std::string("name: j\npipeline: !!binary AAAA\n")}) {
     const StatusOr<JobSpec> spec = ParseJobSpec(text);
     EXPECT_FALSE(spec.ok()) << text.substr(0, 100);
-    if (!spec.ok()) EXPECT_FALSE(spec.status().message().empty());
+    if (!spec.ok()) {
+      EXPECT_FALSE(spec.status().message().empty());
+    }
   }
 }
 
