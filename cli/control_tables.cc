@@ -58,6 +58,12 @@ std::string Indent(const std::string& lines, const std::string& prefix) {
   return out;
 }
 
+// "cuda:NVIDIA H100 80GB HBM3 x8" for a worker with eight of them.
+std::string DeviceCell(const v1::WorkerCapabilities& caps) {
+  if (caps.cuda_device_count() <= 1) return OrDash(caps.device_kind());
+  return caps.device_kind() + " x" + std::to_string(caps.cuda_device_count());
+}
+
 }  // namespace
 
 std::string FormatJobStatus(const v1::Job& job) {
@@ -66,6 +72,7 @@ std::string FormatJobStatus(const v1::Job& job) {
   fields.AddRow({"name", OrDash(job.name())});
   fields.AddRow({"state", JobStateName(job.state())});
   fields.AddRow({"message", OrDash(job.message())});
+  if (!job.waiting_for().empty()) fields.AddRow({"waiting for", job.waiting_for()});
   fields.AddRow({"grid", std::to_string(job.num_stages()) + " stages x " +
                              std::to_string(job.replicas()) + " replicas"});
   fields.AddRow({"generation", std::to_string(job.generation())});
@@ -151,7 +158,7 @@ std::string FormatWorkerList(const v1::ListWorkersResponse& workers, int64_t now
             ? FormatAge(worker.last_heartbeat_unix_ms(), now_unix_ms) + " ago"
             : "-";
     table.AddRow({worker.id(), WorkerStateName(worker.state()), OrDash(caps.region()),
-                  OrDash(caps.advertise_address()), OrDash(caps.device_kind()),
+                  OrDash(caps.advertise_address()), DeviceCell(caps),
                   caps.device_memory_bytes() > 0
                       ? FormatBytes(static_cast<double>(caps.device_memory_bytes()))
                       : "-",

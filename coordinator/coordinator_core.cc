@@ -274,6 +274,7 @@ bool CoordinatorCore::Transition(JobEntry& entry, v1::JobState to, const std::st
   const bool explains = to == v1::JOB_STATE_FAILED || to == v1::JOB_STATE_CANCELLED ||
                         to == v1::JOB_STATE_RECOVERING;
   job.set_message(explains ? why : "");
+  job.clear_waiting_for();  // the next placement attempt says it again
   if (to == v1::JOB_STATE_RUNNING && job.started_unix_ms() == 0) job.set_started_unix_ms(now);
   if (IsTerminalJobState(to)) job.set_finished_unix_ms(now);
   spdlog::info("{}: {} -> {}: {}", job.id(), JobStateName(from), JobStateName(to), why);
@@ -601,19 +602,23 @@ void CoordinatorCore::Tick() {
   // starved by a stream of small ones. A recovering job still stopping its ranks waits in line.
   std::vector<PlacementCandidate> idle;
   for (const auto& [id, worker] : workers_) {
+    const v1::WorkerCapabilities& caps = worker->record.capabilities();
     if (worker->record.state() == v1::WORKER_STATE_IDLE) {
-      idle.push_back({id, worker->record.capabilities().region(),
-                      WorkerSpeed(worker->record.capabilities())});
+      idle.push_back({id, caps.region(), WorkerSpeed(caps, false), CudaDevicesOf(caps)});
     }
   }
+  std::string blocking;  // the job the ones behind it wait for
   for (const std::string& id : job_order_) {
     JobEntry& entry = *jobs_[id];
     const v1::JobState state = entry.job.state();
-    if (state == v1::JOB_STATE_QUEUED ||
-        (state == v1::JOB_STATE_RECOVERING && entry.ranks.empty())) {
-      if (!TryPlace(entry, &idle)) break;
-    } else if (state == v1::JOB_STATE_RECOVERING) {
-      break;
+    const bool unplaced = state == v1::JOB_STATE_QUEUED ||
+                          (state == v1::JOB_STATE_RECOVERING && entry.ranks.empty());
+    if (unplaced && !blocking.empty()) {
+      entry.job.set_waiting_for(blocking + ", submitted earlier (jobs are placed in order)");
+    } else if (unplaced) {
+      if (!TryPlace(entry, &idle)) blocking = id;
+    } else if (state == v1::JOB_STATE_RECOVERING && blocking.empty()) {
+      blocking = id;
     }
   }
 

@@ -161,6 +161,8 @@ class CoordinatorCore {
     // (job_tuning.cc).
     StepShapeMeter shape_meter;
     std::optional<AdaptiveController> adaptive;
+    // The CUDA devices each of its workers needs (job_shape.h CudaDevicesNeeded).
+    int cuda_devices_needed = 0;
     // Each rank's compute in its newest step, by rank: the slowest paces the pipeline, so it is
     // the time every transfer of the step can hide behind.
     std::vector<double> rank_compute_seconds;

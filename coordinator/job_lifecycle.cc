@@ -28,8 +28,16 @@ std::string RankName(int stage, int replica, const std::string& worker_id) {
 
 bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>* idle) {
   v1::Job& job = entry.job;
-  std::optional<PlannedPlacement> plan = PlanPlacement(entry, *idle);
-  if (!plan) return false;
+  const size_t ranks = static_cast<size_t>(entry.figures.num_stages) * entry.figures.replicas;
+  const std::vector<PlacementCandidate> eligible =
+      CandidatesFor(*idle, entry.cuda_devices_needed, ranks);
+  std::optional<PlannedPlacement> plan =
+      eligible.size() >= ranks ? PlanPlacement(entry, eligible) : std::nullopt;
+  if (!plan) {
+    job.set_waiting_for(
+        WaitingForWorkers(ranks, entry.cuda_devices_needed, eligible.size(), idle->size()));
+    return false;
+  }
   const std::vector<v1::Placement>* placements = &plan->placements;
   idle->erase(std::remove_if(idle->begin(), idle->end(),
                              [&](const PlacementCandidate& c) {

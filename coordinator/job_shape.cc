@@ -123,9 +123,22 @@ planner::JobShape NominalShapeOf(const runtime::JobSpec& spec, const v1::ModelSh
   return shape;
 }
 
-double WorkerSpeed(const v1::WorkerCapabilities& capabilities) {
-  if (capabilities.device_kind().rfind("cuda", 0) == 0) return 1e14 / kReferenceFlopsPerSecond;
+double WorkerSpeed(const v1::WorkerCapabilities& capabilities, bool on_cuda) {
+  if (on_cuda) return kCudaWorkerSpeed;
   return std::max<uint32_t>(1, capabilities.cpu_count());
+}
+
+int CudaDevicesNeeded(const runtime::JobSpec& spec) {
+  StatusOr<runtime::DeviceName> device = runtime::ParseDeviceName(spec.base.device);
+  if (!device.ok() || !device->cuda) return 0;
+  return device->index + 1;
+}
+
+int CudaDevicesOf(const v1::WorkerCapabilities& capabilities) {
+  if (capabilities.cuda_device_count() > 0) {
+    return static_cast<int>(std::min<uint32_t>(capabilities.cuda_device_count(), 1 << 20));
+  }
+  return capabilities.device_kind().rfind("cuda", 0) == 0 ? 1 : 0;
 }
 
 }  // namespace geotrain::coordinator

@@ -54,9 +54,18 @@ double NominalWireRatio(const compression::CodecConfig& codec);
 // spec's codecs, with every compute figure for a worker of speed 1 (WorkerSpeed's reference).
 planner::JobShape NominalShapeOf(const runtime::JobSpec& spec, const v1::ModelShape& model);
 
-// A worker's compute speed relative to the reference (one CPU core, 1e10 FLOP/s): CPU workers by
-// their CPU count, CUDA workers a fixed 1e14 FLOP/s (no finer figure is known before they run).
-double WorkerSpeed(const v1::WorkerCapabilities& capabilities);
+// A worker's compute speed relative to the reference (one CPU core, 1e10 FLOP/s) for a job on
+// its CUDA device (`on_cuda`: a fixed 1e14 FLOP/s, no finer figure is known before it runs) or on
+// its CPUs (by their count; a CPU job on a GPU worker never touches the GPU).
 constexpr double kReferenceFlopsPerSecond = 1e10;
+constexpr double kCudaWorkerSpeed = 1e14 / kReferenceFlopsPerSecond;
+double WorkerSpeed(const v1::WorkerCapabilities& capabilities, bool on_cuda);
+
+// The CUDA devices each worker of `spec` needs: 0 for model.device cpu (any worker runs it),
+// N + 1 for cuda:N. 0 too for a device that does not parse (the spec was checked at submission).
+int CudaDevicesNeeded(const runtime::JobSpec& spec);
+// The CUDA devices a worker offers: cuda_device_count, or 1 from a worker too old to report the
+// count whose device_kind is a CUDA one.
+int CudaDevicesOf(const v1::WorkerCapabilities& capabilities);
 
 }  // namespace geotrain::coordinator

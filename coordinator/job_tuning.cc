@@ -20,6 +20,7 @@ constexpr double kPlannerBudgetSeconds = 0.2;
 void CoordinatorCore::InitTuning(JobEntry& entry) {
   StatusOr<runtime::JobSpec> spec = runtime::ParseJobSpec(entry.job.spec_yaml());
   if (!spec.ok()) return;  // StoredJobFigures already said why
+  entry.cuda_devices_needed = CudaDevicesNeeded(*spec);
   entry.shape_meter =
       StepShapeMeter(spec->num_stages, static_cast<int>(spec->base.training.micro_batches));
   if (!spec->base.compression.adaptive.enabled) return;
@@ -70,7 +71,8 @@ std::optional<PlannedPlacement> CoordinatorCore::PlanPlacement(
 
 void CoordinatorCore::ObserveForTuning(JobEntry& entry, const WorkerEntry& worker,
                                        const v1::StepReport& report) {
-  entry.shape_meter.Add(report, WorkerSpeed(worker.record.capabilities()));
+  entry.shape_meter.Add(report,
+                        WorkerSpeed(worker.record.capabilities(), entry.cuda_devices_needed > 0));
   if (!entry.adaptive || entry.ranks.empty()) return;
   const int num_stages = entry.figures.num_stages;
   const int replicas = entry.figures.replicas;

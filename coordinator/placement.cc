@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "coordinator/job_shape.h"
+
 namespace geotrain::coordinator {
 
 bool WorkerIdLess(const std::string& a, const std::string& b) {
@@ -43,6 +45,36 @@ planner::Grid InOrder(size_t ranks) {
 }
 
 }  // namespace
+
+std::vector<PlacementCandidate> CandidatesFor(const std::vector<PlacementCandidate>& idle,
+                                              int cuda_devices, size_t ranks) {
+  std::vector<PlacementCandidate> eligible;
+  if (cuda_devices > 0) {
+    for (const PlacementCandidate& worker : idle) {
+      if (worker.cuda_devices < cuda_devices) continue;
+      eligible.push_back(worker);
+      eligible.back().speed = kCudaWorkerSpeed;
+    }
+    return eligible;
+  }
+  for (const PlacementCandidate& worker : idle) {
+    if (worker.cuda_devices == 0) eligible.push_back(worker);
+  }
+  return eligible.size() >= ranks ? eligible : idle;
+}
+
+std::string WaitingForWorkers(size_t ranks, int cuda_devices, size_t eligible, size_t idle) {
+  std::string text = std::to_string(ranks) + (ranks == 1 ? " idle worker" : " idle workers");
+  if (cuda_devices == 0) {
+    return text + "; " + std::to_string(idle) + (idle == 1 ? " is" : " are") + " idle now";
+  }
+  text += cuda_devices == 1 ? " with a CUDA device"
+                            : " with " + std::to_string(cuda_devices) +
+                                  " CUDA devices (model.device cuda:" +
+                                  std::to_string(cuda_devices - 1) + ")";
+  return text + "; " + std::to_string(eligible) + " of the " + std::to_string(idle) +
+         " idle now " + (eligible == 1 ? "qualifies" : "qualify");
+}
 
 std::optional<std::vector<v1::Placement>> PlaceInOrder(std::vector<PlacementCandidate> idle,
                                                        int num_stages, int replicas) {

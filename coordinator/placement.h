@@ -23,7 +23,10 @@ namespace geotrain::coordinator {
 struct PlacementCandidate {
   std::string worker_id;
   std::string region;
-  double speed = 1.0;  // compute relative to the planner's reference (job_shape.h WorkerSpeed)
+  // Compute relative to the planner's reference (job_shape.h WorkerSpeed) for the job being
+  // placed: the CPUs' until CandidatesFor picks the workers of a CUDA job.
+  double speed = 1.0;
+  int cuda_devices = 0;  // job_shape.h CudaDevicesOf
 };
 
 // A plan must predict a step at least this much shorter than in-order to replace it.
@@ -45,6 +48,17 @@ struct PlannedPlacement {
   double planner_seconds = 0;   // the search's own time
   std::string start;            // the starting grid the plan came from, or why in-order stayed
 };
+
+// The workers of `idle` that can run a rank of a job needing `cuda_devices` CUDA devices per
+// worker (job_shape.h CudaDevicesNeeded), each with its speed for that job. A CPU job (0) runs on
+// any worker, but is kept off the GPU workers when enough others are idle (`ranks` of them), so
+// they stay free for the jobs that need them.
+std::vector<PlacementCandidate> CandidatesFor(const std::vector<PlacementCandidate>& idle,
+                                              int cuda_devices, size_t ranks);
+
+// What a job waits for when fewer than `ranks` of the `idle` workers qualify (`eligible` do), as
+// Job.waiting_for says it: "4 idle workers; 2 are idle now".
+std::string WaitingForWorkers(size_t ranks, int cuda_devices, size_t eligible, size_t idle);
 
 // Worker ids in their natural order: "w-2" before "w-10" (shorter first, then by text).
 bool WorkerIdLess(const std::string& a, const std::string& b);

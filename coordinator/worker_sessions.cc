@@ -15,6 +15,7 @@ namespace {
 // into overflow. Strings: host names are at most 253 bytes, region and device names far less.
 constexpr size_t kMaxIdentifierBytes = 256;
 constexpr uint32_t kMaxCpuCount = 1 << 20;
+constexpr uint32_t kMaxCudaDevices = 1024;
 constexpr uint64_t kMaxDeviceMemoryBytes = uint64_t{1} << 50;  // 1 PiB
 constexpr int64_t kMaxStep = int64_t{1} << 40;
 
@@ -39,6 +40,11 @@ Status CheckCapabilities(const v1::WorkerCapabilities& caps) {
                            std::to_string(caps.device_memory_bytes()) +
                            " exceeds the limit of " + std::to_string(kMaxDeviceMemoryBytes) +
                            " (a negative number sent as unsigned?)");
+  }
+  if (caps.cuda_device_count() > kMaxCudaDevices) {
+    return InvalidArgument("capabilities.cuda_device_count: " +
+                           std::to_string(caps.cuda_device_count()) + " exceeds the limit of " +
+                           std::to_string(kMaxCudaDevices));
   }
   if (caps.probe_port() > 65535) {
     return InvalidArgument("capabilities.probe_port: " + std::to_string(caps.probe_port()) +

@@ -48,6 +48,7 @@ geotrain::v1::WorkerCapabilities DetectCapabilities(const CapabilityFlags& flags
   caps.set_device_kind("cpu");
   caps.set_device_memory_bytes(PhysicalMemoryBytes());
   if (torch::cuda::is_available()) {
+    caps.set_cuda_device_count(static_cast<uint32_t>(torch::cuda::device_count()));
     auto device = ProbeCudaDevice();
     if (device.ok()) {
       caps.set_device_kind("cuda:" + device->name);

@@ -103,6 +103,30 @@ TEST(ControlTablesTest, WorkerList) {
             "w-2  dead   -         -         -       -        -     -           -\n");
 }
 
+TEST(ControlTablesTest, QueuedJobSaysWhatItWaitsFor) {
+  v1::Job job;
+  job.set_id("job-4");
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.set_waiting_for("2 idle workers with a CUDA device; 0 of the 3 idle now qualify");
+  EXPECT_NE(FormatJobStatus(job).find(
+                "waiting for  2 idle workers with a CUDA device; 0 of the 3 idle now qualify\n"),
+            std::string::npos)
+      << FormatJobStatus(job);
+  EXPECT_EQ(FormatJobStatus(SampleJob()).find("waiting for"), std::string::npos);
+}
+
+TEST(ControlTablesTest, WorkerListCountsGpus) {
+  v1::ListWorkersResponse workers;
+  v1::Worker& worker = *workers.add_workers();
+  worker.set_id("w-1");
+  worker.mutable_capabilities()->set_device_kind("cuda:NVIDIA H100 80GB HBM3");
+  worker.mutable_capabilities()->set_cuda_device_count(8);
+  EXPECT_NE(FormatWorkerList(workers, kNowMs).find("cuda:NVIDIA H100 80GB HBM3 x8"),
+            std::string::npos);
+  worker.mutable_capabilities()->set_cuda_device_count(1);
+  EXPECT_EQ(FormatWorkerList(workers, kNowMs).find(" x1"), std::string::npos);
+}
+
 TEST(ControlTablesTest, LinkMatrixIsBySourceAndDestination) {
   v1::LinkMatrix links;
   const auto add = [&](const char* src, const char* src_region, const char* dst,

@@ -711,6 +711,83 @@ TEST_F(CoordinatorCoreTest, OlderJobsArePlacedFirst) {
   EXPECT_EQ(GetJob("job-2").state(), v1::JOB_STATE_PLACING);
 }
 
+// --- Devices -------------------------------------------------------------------------------------
+
+// A connected worker in region "us" whose LibTorch sees `gpus` CUDA devices.
+std::string AddGpuWorker(CoordinatorCore& core, int gpus,
+                         std::map<std::string, std::shared_ptr<RecordingSession>>& sessions) {
+  v1::RegisterRequest request;
+  request.mutable_capabilities()->set_region("us");
+  request.mutable_capabilities()->set_device_kind("cuda:NVIDIA H100 80GB HBM3");
+  request.mutable_capabilities()->set_cuda_device_count(gpus);
+  auto response = core.Register(request);
+  EXPECT_TRUE(response.ok()) << response.status().ToString();
+  v1::SessionHello hello;
+  hello.set_worker_id(response->worker_id());
+  sessions[response->worker_id()] = std::make_shared<RecordingSession>();
+  EXPECT_TRUE(core.OpenSession(hello, sessions[response->worker_id()]).ok());
+  return response->worker_id();
+}
+
+std::string JobOn(const std::string& device, int replicas) {
+  std::string yaml = TinyJobYaml(1, replicas);
+  const std::string dir = "  dir: /nonexistent/gpt2-tiny\n";
+  return yaml.replace(yaml.find(dir), dir.size(), dir + "  device: " + device + "\n");
+}
+
+TEST_F(CoordinatorCoreTest, CudaJobsWaitForGpuWorkersAndSayWhy) {
+  AddWorkers(2, "us");
+  v1::SubmitJobRequest request;
+  request.set_spec_yaml(JobOn("cuda", 2));
+  ASSERT_TRUE(core_->SubmitJob(request).ok());
+  request.set_spec_yaml(JobOn("cpu", 1));
+  ASSERT_TRUE(core_->SubmitJob(request).ok());
+  core_->Tick();
+  v1::Job gpu_job = GetJob("job-1");
+  EXPECT_EQ(gpu_job.state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(gpu_job.waiting_for(),
+            "2 idle workers with a CUDA device; 0 of the 2 idle now qualify");
+  // First in, first placed: the CPU job waits although a worker for it is idle.
+  EXPECT_EQ(GetJob("job-2").state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(GetJob("job-2").waiting_for(),
+            "job-1, submitted earlier (jobs are placed in order)");
+
+  const std::string gpu_a = AddGpuWorker(*core_, 1, sessions_);
+  core_->Tick();
+  EXPECT_EQ(GetJob("job-1").waiting_for(),
+            "2 idle workers with a CUDA device; 1 of the 3 idle now qualifies");
+  const std::string gpu_b = AddGpuWorker(*core_, 1, sessions_);
+  core_->Tick();
+  gpu_job = GetJob("job-1");
+  EXPECT_EQ(gpu_job.state(), v1::JOB_STATE_PLACING);
+  EXPECT_EQ(gpu_job.waiting_for(), "");
+  std::set<std::string> placed;
+  for (const v1::Placement& p : gpu_job.placements()) placed.insert(p.worker_id());
+  EXPECT_EQ(placed, (std::set<std::string>{gpu_a, gpu_b}));
+  const v1::Job cpu_job = GetJob("job-2");
+  EXPECT_EQ(cpu_job.state(), v1::JOB_STATE_PLACING);
+  ASSERT_EQ(cpu_job.placements_size(), 1);
+  EXPECT_EQ(cpu_job.placements(0).worker_id(), "w-1");
+}
+
+TEST_F(CoordinatorCoreTest, CudaIndexNeedsThatManyGpusAndCpuJobsLeaveGpusFree) {
+  const std::string one_gpu = AddGpuWorker(*core_, 1, sessions_);
+  const std::string two_gpus = AddGpuWorker(*core_, 2, sessions_);
+  const std::string cpu = AddWorkers(1, "us")[0];
+  v1::SubmitJobRequest request;
+  request.set_spec_yaml(JobOn("cuda:1", 1));
+  ASSERT_TRUE(core_->SubmitJob(request).ok());
+  request.set_spec_yaml(JobOn("cpu", 1));
+  ASSERT_TRUE(core_->SubmitJob(request).ok());
+  core_->Tick();
+  ASSERT_EQ(GetJob("job-1").placements_size(), 1);
+  EXPECT_EQ(GetJob("job-1").placements(0).worker_id(), two_gpus);
+  // The GPU worker sorts first, but a CPU worker is idle.
+  ASSERT_EQ(GetJob("job-2").placements_size(), 1);
+  EXPECT_EQ(GetJob("job-2").placements(0).worker_id(), cpu);
+  EXPECT_EQ(WorkerState(one_gpu), v1::WORKER_STATE_IDLE);
+}
+
 // --- Links ---------------------------------------------------------------------------------------
 
 // A worker with a probe server on 10.0.0.N:7001 (N from its registration order).
@@ -934,7 +1011,7 @@ TEST_F(CoordinatorCoreTest, PlacementKeepsTheHeavyTrafficOffTheSlowLink) {
     std::vector<std::pair<std::string, double>> results;
     for (const std::string& peer : peers) {
       if (peer == from) continue;
-      const bool same = std::find(us.begin(), us.end(), from) != us.end() ==
+      const bool same = (std::find(us.begin(), us.end(), from) != us.end()) ==
                         (std::find(us.begin(), us.end(), peer) != us.end());
       results.push_back({peer, same ? 1e9 : 2e6});
     }

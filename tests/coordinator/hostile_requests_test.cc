@@ -104,7 +104,7 @@ TEST_F(HostileRequestsTest, SubmitJobWithAbsurdSpecs) {
   // A spec over the size limit is refused before it is parsed.
   ExpectRefused(SubmitYaml("name: j\n#" + std::string(2 << 20, 'x') + "\n"),
                 grpc::StatusCode::INVALID_ARGUMENT, "spec_yaml");
-  for (const std::string& count : {"-1", "0", "2147483647", "99999999999"}) {
+  for (const std::string count : {"-1", "0", "2147483647", "99999999999"}) {
     ExpectRefused(SubmitYaml("name: j\npipeline:\n  stages: " + count + "\n"),
                   grpc::StatusCode::INVALID_ARGUMENT, "pipeline.stages");
     ExpectRefused(SubmitYaml("name: j\ndata_parallel:\n  replicas: " + count + "\n"),
@@ -183,6 +183,10 @@ TEST_F(HostileRequestsTest, RegisterWithAbsurdCapabilities) {
                   c->set_device_memory_bytes(static_cast<uint64_t>(int64_t{-1}));
                 }),
                 grpc::StatusCode::INVALID_ARGUMENT, "capabilities.device_memory_bytes");
+  ExpectRefused(register_with([](v1::WorkerCapabilities* c) {
+                  c->set_cuda_device_count(static_cast<uint32_t>(int32_t{-1}));
+                }),
+                grpc::StatusCode::INVALID_ARGUMENT, "capabilities.cuda_device_count");
   ExpectRefused(register_with([](v1::WorkerCapabilities* c) { c->set_probe_port(70000); }),
                 grpc::StatusCode::INVALID_ARGUMENT, "capabilities.probe_port");
   ExpectRefused(register_with([](v1::WorkerCapabilities* c) {
@@ -200,6 +204,7 @@ TEST_F(HostileRequestsTest, RegisterWithAbsurdCapabilities) {
   sane.mutable_capabilities()->set_region("us-east1");
   sane.mutable_capabilities()->set_cpu_count(64);
   sane.mutable_capabilities()->set_device_memory_bytes(uint64_t{80} << 30);
+  sane.mutable_capabilities()->set_cuda_device_count(8);
   const grpc::Status ok = Register(sane, &response);
   ASSERT_TRUE(ok.ok()) << ok.error_message();
   EXPECT_EQ(response.worker_id(), "w-1");

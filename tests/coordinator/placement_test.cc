@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "coordinator/job_shape.h"
+
 namespace geotrain::coordinator {
 namespace {
 
@@ -35,6 +40,48 @@ TEST(PlacementTest, TooFewWorkersPlaceNothing) {
   EXPECT_FALSE(PlaceInOrder(idle, 2, 2).has_value());
   EXPECT_FALSE(PlaceInOrder({}, 1, 1).has_value());
   EXPECT_TRUE(PlaceInOrder(idle, 3, 1).has_value());
+}
+
+std::vector<std::string> IdsOf(const std::vector<PlacementCandidate>& candidates) {
+  std::vector<std::string> ids;
+  for (const PlacementCandidate& c : candidates) ids.push_back(c.worker_id);
+  return ids;
+}
+
+TEST(PlacementTest, CudaJobsGetOnlyWorkersWithTheirDeviceAtCudaSpeed) {
+  const std::vector<PlacementCandidate> idle = {{"w-1", "us", 8, 0},
+                                                {"w-2", "us", 8, 1},
+                                                {"w-3", "eu", 4, 2},
+                                                {"w-4", "eu", 16, 0}};
+  const auto one = CandidatesFor(idle, /*cuda_devices=*/1, /*ranks=*/1);
+  EXPECT_EQ(IdsOf(one), (std::vector<std::string>{"w-2", "w-3"}));
+  for (const PlacementCandidate& c : one) EXPECT_EQ(c.speed, kCudaWorkerSpeed) << c.worker_id;
+  // model.device cuda:1 needs a second GPU.
+  EXPECT_EQ(IdsOf(CandidatesFor(idle, 2, 1)), (std::vector<std::string>{"w-3"}));
+  EXPECT_TRUE(CandidatesFor(idle, 3, 1).empty());
+}
+
+TEST(PlacementTest, CpuJobsStayOffGpuWorkersWhileEnoughOthersAreIdle) {
+  const std::vector<PlacementCandidate> idle = {{"w-1", "us", 8, 0},
+                                                {"w-2", "us", 8, 1},
+                                                {"w-3", "eu", 4, 0}};
+  const auto two = CandidatesFor(idle, 0, /*ranks=*/2);
+  EXPECT_EQ(IdsOf(two), (std::vector<std::string>{"w-1", "w-3"}));
+  EXPECT_EQ(two[0].speed, 8);  // its CPUs: the job never touches a GPU
+  // Three ranks need the GPU worker too; it runs its rank on its CPUs.
+  const auto three = CandidatesFor(idle, 0, 3);
+  EXPECT_EQ(IdsOf(three), (std::vector<std::string>{"w-1", "w-2", "w-3"}));
+  EXPECT_EQ(three[1].speed, 8);
+}
+
+TEST(PlacementTest, WaitingForSaysWhatIsMissing) {
+  EXPECT_EQ(WaitingForWorkers(4, 0, 2, 2), "4 idle workers; 2 are idle now");
+  EXPECT_EQ(WaitingForWorkers(1, 0, 0, 0), "1 idle worker; 0 are idle now");
+  EXPECT_EQ(WaitingForWorkers(4, 1, 1, 3),
+            "4 idle workers with a CUDA device; 1 of the 3 idle now qualifies");
+  EXPECT_EQ(WaitingForWorkers(2, 2, 0, 1),
+            "2 idle workers with 2 CUDA devices (model.device cuda:1); 0 of the 1 idle now "
+            "qualify");
 }
 
 }  // namespace
