@@ -729,19 +729,21 @@ std::string AddGpuWorker(CoordinatorCore& core, int gpus,
   return response->worker_id();
 }
 
-std::string JobOn(const std::string& device, int replicas) {
+// Submits a 1-stage job of `replicas` with model.device `device`.
+void SubmitOn(CoordinatorCore& core, const std::string& device, int replicas) {
   std::string yaml = TinyJobYaml(1, replicas);
   const std::string dir = "  dir: /nonexistent/gpt2-tiny\n";
-  return yaml.replace(yaml.find(dir), dir.size(), dir + "  device: " + device + "\n");
+  yaml.replace(yaml.find(dir), dir.size(), dir + "  device: " + device + "\n");
+  v1::SubmitJobRequest request;
+  request.set_spec_yaml(yaml);
+  const StatusOr<v1::Job> job = core.SubmitJob(request);
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
 }
 
 TEST_F(CoordinatorCoreTest, CudaJobsWaitForGpuWorkersAndSayWhy) {
   AddWorkers(2, "us");
-  v1::SubmitJobRequest request;
-  request.set_spec_yaml(JobOn("cuda", 2));
-  ASSERT_TRUE(core_->SubmitJob(request).ok());
-  request.set_spec_yaml(JobOn("cpu", 1));
-  ASSERT_TRUE(core_->SubmitJob(request).ok());
+  SubmitOn(*core_, "cuda", 2);
+  SubmitOn(*core_, "cpu", 1);
   core_->Tick();
   v1::Job gpu_job = GetJob("job-1");
   EXPECT_EQ(gpu_job.state(), v1::JOB_STATE_QUEUED);
@@ -774,11 +776,8 @@ TEST_F(CoordinatorCoreTest, CudaIndexNeedsThatManyGpusAndCpuJobsLeaveGpusFree) {
   const std::string one_gpu = AddGpuWorker(*core_, 1, sessions_);
   const std::string two_gpus = AddGpuWorker(*core_, 2, sessions_);
   const std::string cpu = AddWorkers(1, "us")[0];
-  v1::SubmitJobRequest request;
-  request.set_spec_yaml(JobOn("cuda:1", 1));
-  ASSERT_TRUE(core_->SubmitJob(request).ok());
-  request.set_spec_yaml(JobOn("cpu", 1));
-  ASSERT_TRUE(core_->SubmitJob(request).ok());
+  SubmitOn(*core_, "cuda:1", 1);
+  SubmitOn(*core_, "cpu", 1);
   core_->Tick();
   ASSERT_EQ(GetJob("job-1").placements_size(), 1);
   EXPECT_EQ(GetJob("job-1").placements(0).worker_id(), two_gpus);
