@@ -122,6 +122,9 @@ std::string FormatProgressLine(const v1::Job& job) {
   }
   if (progress.step() > 0) line += " loss " + Loss(progress.loss());
   if (progress.eval_step() > 0) line += " eval " + EvalLoss(progress.eval_loss());
+  if (progress.has_eval_scores()) {
+    line += FormatNumber(" acc %.3f", progress.eval_scores().accuracy());
+  }
   if (progress.tokens_per_second() > 0) {
     line += " | " + FormatCount(progress.tokens_per_second()) + " tok/s";
   }
@@ -156,6 +159,11 @@ std::string FormatJobSummary(const v1::Job& job) {
     line += ", loss " + Loss(progress.first_loss()) + " -> " + Loss(progress.loss());
   }
   if (progress.eval_step() > 0) line += ", eval " + EvalLoss(progress.eval_loss());
+  if (progress.has_eval_scores()) {
+    const v1::EvalScores& scores = progress.eval_scores();
+    line += FormatNumber(" (accuracy %.3f", scores.accuracy()) +
+            FormatNumber(", F1 %.3f", scores.f1()) + FormatNumber(", MCC %.3f)", scores.mcc());
+  }
   if (progress.wire_bytes() > 0) {
     line += ", wire " + FormatBytes(static_cast<double>(progress.wire_bytes())) + " of " +
             FormatBytes(static_cast<double>(progress.raw_bytes())) + " raw (" +

@@ -86,6 +86,11 @@ std::string FormatJobStatus(const v1::Job& job) {
   fields.AddRow({"eval loss", p.eval_step() > 0 ? FormatNumber("%.3f", p.eval_loss()) + " (step " +
                                                       std::to_string(p.eval_step()) + ")"
                                                 : "-"});
+  if (p.has_eval_scores()) {
+    fields.AddRow({"eval scores", FormatNumber("accuracy %.3f", p.eval_scores().accuracy()) +
+                                      FormatNumber(", F1 %.3f", p.eval_scores().f1()) +
+                                      FormatNumber(", MCC %.3f", p.eval_scores().mcc())});
+  }
   fields.AddRow({"tokens/s", p.tokens_per_second() > 0 ? FormatCount(p.tokens_per_second()) : "-"});
   fields.AddRow({"wire rate",
                  p.wire_bytes_per_second() > 0 ? FormatByteRate(p.wire_bytes_per_second()) : "-"});

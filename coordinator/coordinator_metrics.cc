@@ -111,6 +111,10 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
   MetricFamily eval_loss =
       Family("geotrain_job_eval_loss", "Newest evaluation loss (absent before the first)",
              MetricType::Gauge);
+  MetricFamily eval_score =
+      Family("geotrain_job_eval_score",
+             "Newest evaluation score of a sequence classifier: accuracy, f1 or mcc",
+             MetricType::Gauge);
   MetricFamily tokens_per_second =
       Family("geotrain_job_tokens_per_second",
              "Tokens per second over the recent steps, all replicas", MetricType::Gauge);
@@ -151,6 +155,12 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
     // Before its first complete step a job has no loss; a 0 would pull every loss panel down.
     if (progress.step() > 0) Add(loss, {id}, progress.loss());
     if (progress.eval_step() > 0) Add(eval_loss, {id}, progress.eval_loss());
+    if (progress.has_eval_scores()) {
+      const v1::EvalScores& scores = progress.eval_scores();
+      Add(eval_score, {id, {"score", "accuracy"}}, scores.accuracy());
+      Add(eval_score, {id, {"score", "f1"}}, scores.f1());
+      Add(eval_score, {id, {"score", "mcc"}}, scores.mcc());
+    }
     Add(tokens_per_second, {id}, progress.tokens_per_second());
     Add(wire_bytes_per_second, {id}, progress.wire_bytes_per_second());
     Add(step_seconds, {id}, progress.step_seconds());
@@ -173,11 +183,12 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
   }
 
   std::vector<MetricFamily> families;
-  families.reserve(16);
+  families.reserve(19);
   families.push_back(WorkerCounts(workers));
   families.push_back(JobCounts(jobs.count_by_state));
   for (MetricFamily* family :
-       {&info, &step, &total_steps, &loss, &eval_loss, &tokens_per_second, &wire_bytes_per_second,
+       {&info, &step, &total_steps, &loss, &eval_loss, &eval_score, &tokens_per_second,
+        &wire_bytes_per_second,
         &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step, &restarts, &steps_lost,
         &link_bits, &link_topk, &link_changes}) {
     families.push_back(std::move(*family));

@@ -42,6 +42,13 @@ std::optional<v1::JobStep> StepAggregator::Add(const v1::StepReport& report, int
       partial.eval_loss_sum += report.eval_loss();
       ++partial.eval_losses;
     }
+    if (report.has_eval_scores()) {
+      v1::EvalScores& sum = partial.eval_scores_sum;
+      sum.set_accuracy(sum.accuracy() + report.eval_scores().accuracy());
+      sum.set_f1(sum.f1() + report.eval_scores().f1());
+      sum.set_mcc(sum.mcc() + report.eval_scores().mcc());
+      ++partial.eval_scores;
+    }
   }
   partial.max_step_seconds = std::max(partial.max_step_seconds, report.step_seconds());
   // Every rank follows the same schedule; rank 0's value stands for all.
@@ -78,6 +85,14 @@ v1::JobStep StepAggregator::Complete(int64_t step, const PartialStep& partial,
   row.set_generation(generation_);
   if (partial.losses > 0) row.set_loss(partial.loss_sum / partial.losses);
   if (partial.eval_losses > 0) row.set_eval_loss(partial.eval_loss_sum / partial.eval_losses);
+  if (partial.eval_scores > 0) {
+    // Every replica scores the predictions of all of them, so the mean is each one's figure.
+    const double n = partial.eval_scores;
+    v1::EvalScores* scores = row.mutable_eval_scores();
+    scores->set_accuracy(partial.eval_scores_sum.accuracy() / n);
+    scores->set_f1(partial.eval_scores_sum.f1() / n);
+    scores->set_mcc(partial.eval_scores_sum.mcc() / n);
+  }
   row.set_step_seconds(partial.max_step_seconds);
   row.set_raw_bytes(raw_bytes);
   row.set_wire_bytes(wire_bytes);
@@ -96,6 +111,11 @@ v1::JobStep StepAggregator::Complete(int64_t step, const PartialStep& partial,
   if (row.has_eval_loss()) {
     progress->set_eval_loss(row.eval_loss());
     progress->set_eval_step(step);
+    if (row.has_eval_scores()) {
+      *progress->mutable_eval_scores() = row.eval_scores();
+    } else {
+      progress->clear_eval_scores();
+    }
   }
   if (partial.checkpointed == num_ranks()) progress->set_checkpoint_step(step);
 

@@ -65,6 +65,8 @@ class StepAggregator {
     int losses = 0;
     double eval_loss_sum = 0;
     int eval_losses = 0;
+    v1::EvalScores eval_scores_sum;
+    int eval_scores = 0;
     double max_step_seconds = 0;
     double lr = 0;
     int64_t total_steps = 0;

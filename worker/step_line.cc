@@ -1,5 +1,6 @@
 #include "worker/step_line.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,41 @@ Status ReadDouble(const json& object, const std::string& key, double* out,
   if (!it->is_number()) return WrongType(key, "a number", *it);
   *out = it->get<double>();
   if (present) *present = true;
+  return OkStatus();
+}
+
+// eval_accuracy, eval_f1 and eval_mcc come together (RankRunner writes all three or none), each
+// a score in its range: accuracy and F1 in [0, 1], the correlation in [-1, 1] (a rounding error
+// past an end is clamped).
+Status ReadEvalScores(const json& object, v1::StepReport* report) {
+  struct Score {
+    const char* key;
+    double min;
+    double value = 0;
+    bool present = false;
+  } scores[] = {{"eval_accuracy", 0}, {"eval_f1", 0}, {"eval_mcc", -1}};
+  int present = 0;
+  for (Score& score : scores) {
+    GEOTRAIN_RETURN_IF_ERROR(ReadDouble(object, score.key, &score.value, &score.present));
+    if (!score.present) continue;
+    ++present;
+    constexpr double kRounding = 1e-9;
+    if (!(score.value >= score.min - kRounding && score.value <= 1 + kRounding)) {
+      return InvalidArgument(std::string("step line: ") + score.key + ": " +
+                             std::to_string(score.value) + " is outside [" +
+                             (score.min < 0 ? "-1" : "0") + ", 1]");
+    }
+    score.value = std::clamp(score.value, score.min, 1.0);
+  }
+  if (present == 0) return OkStatus();
+  if (present < 3) {
+    return InvalidArgument(
+        "step line: eval_accuracy, eval_f1 and eval_mcc: some given without the others");
+  }
+  v1::EvalScores* out = report->mutable_eval_scores();
+  out->set_accuracy(scores[0].value);
+  out->set_f1(scores[1].value);
+  out->set_mcc(scores[2].value);
   return OkStatus();
 }
 
@@ -275,6 +311,7 @@ StatusOr<geotrain::v1::StepReport> ParseStepLine(const std::string& line) {
   GEOTRAIN_RETURN_IF_ERROR(ReadDouble(object, "eval_loss", &eval_loss, &has_eval_loss));
   if (has_loss) report.set_loss(loss);
   if (has_eval_loss) report.set_eval_loss(eval_loss);
+  GEOTRAIN_RETURN_IF_ERROR(ReadEvalScores(object, &report));
 
   bool compressed = false, checkpointed = false;
   GEOTRAIN_RETURN_IF_ERROR(ReadBool(object, "compressed", &compressed));

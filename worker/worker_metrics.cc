@@ -104,6 +104,11 @@ WorkerMetrics::WorkerMetrics(WallClock wall_clock, double link_decay)
                      .Name("geotrain_eval_loss")
                      .Help("Newest evaluation loss (last stage only)")
                      .Register(*registry_)),
+      eval_score_(prometheus::BuildGauge()
+                      .Name("geotrain_eval_score")
+                      .Help("Newest evaluation score of a sequence classifier: accuracy, f1 or "
+                            "mcc (last stage only)")
+                      .Register(*registry_)),
       raw_bytes_(prometheus::BuildCounter()
                      .Name("geotrain_raw_bytes_total")
                      .Help("Bytes before compression")
@@ -197,6 +202,12 @@ void WorkerMetrics::OnStep(
   Add(tokens_.Add(by_stage), static_cast<double>(report.tokens()));
   if (report.has_loss()) loss_.Add(by_stage).Set(report.loss());
   if (report.has_eval_loss()) eval_loss_.Add(by_stage).Set(report.eval_loss());
+  if (report.has_eval_scores()) {
+    const geotrain::v1::EvalScores& scores = report.eval_scores();
+    eval_score_.Add({{"stage", stage}, {"score", "accuracy"}}).Set(scores.accuracy());
+    eval_score_.Add({{"stage", stage}, {"score", "f1"}}).Set(scores.f1());
+    eval_score_.Add({{"stage", stage}, {"score", "mcc"}}).Set(scores.mcc());
+  }
   RecordTraffic(stage, report, placements);
   RecordErrors(stage, report);
   RecordCheckpoint(stage, report);

@@ -92,6 +92,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Counter>& tokens_;
   prometheus::Family<prometheus::Gauge>& loss_;
   prometheus::Family<prometheus::Gauge>& eval_loss_;
+  prometheus::Family<prometheus::Gauge>& eval_score_;
   prometheus::Family<prometheus::Counter>& raw_bytes_;
   prometheus::Family<prometheus::Counter>& wire_bytes_;
   prometheus::Family<prometheus::Gauge>& link_bits_;

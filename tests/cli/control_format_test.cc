@@ -141,6 +141,23 @@ TEST(ControlFormatTest, SummaryOfASucceededJob) {
             "240 MB of 1.9 GB raw (7.9x), 1 restart, 20 steps lost");
 }
 
+TEST(ControlFormatTest, AClassifiersScoresFollowItsEvalLoss) {
+  v1::Job job = RunningJob();
+  v1::EvalScores* scores = job.mutable_progress()->mutable_eval_scores();
+  scores->set_accuracy(0.875);
+  scores->set_f1(0.5);
+  scores->set_mcc(-0.25);
+  EXPECT_EQ(FormatProgressLine(job),
+            "job-3 running step 120/200 loss 3.412 eval 3.50 acc 0.875 | 5.1k tok/s | wire "
+            "1.2 MB/s | ETA 0:42");
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.clear_started_unix_ms();
+  EXPECT_NE(FormatJobSummary(job).find(
+                ", eval 3.50 (accuracy 0.875, F1 0.500, MCC -0.250)"),
+            std::string::npos)
+      << FormatJobSummary(job);
+}
+
 TEST(ControlFormatTest, SummaryOfAJobThatFailedBeforeItsFirstStep) {
   v1::Job job;
   job.set_id("job-9");

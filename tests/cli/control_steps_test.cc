@@ -16,6 +16,10 @@
 namespace geotrain::cli {
 namespace {
 
+const std::string kCsvHeader =
+    "step,generation,loss,eval_loss,step_seconds,raw_bytes,wire_bytes,lr,unix_ms,eval_accuracy,"
+    "eval_f1,eval_mcc\n";
+
 v1::JobStep MakeStep(int64_t step, double loss, std::optional<double> eval_loss) {
   v1::JobStep row;
   row.set_step(step);
@@ -53,16 +57,33 @@ TEST(StepsFormatTest, CsvWritesExactNumbersAndLeavesAMissingEvalLossEmpty) {
   steps.mutable_steps(1)->set_loss(0.1 + 0.2);  // not representable in few digits
   const std::string csv = FormatStepsCsv(steps);
   EXPECT_EQ(csv,
-            "step,generation,loss,eval_loss,step_seconds,raw_bytes,wire_bytes,lr,unix_ms\n"
-            "1,1,10.5,,1.5,8000000,1000000,0.001,1709294463001\n"
-            "2,1,0.30000000000000004,3.375,1.5,8000000,1000000,0.001,1709294463002\n");
+            kCsvHeader +
+            "1,1,10.5,,1.5,8000000,1000000,0.001,1709294463001,,,\n"
+            "2,1,0.30000000000000004,3.375,1.5,8000000,1000000,0.001,1709294463002,,,\n");
   // The loss reads back as the same double.
   EXPECT_EQ(std::stod("0.30000000000000004"), 0.1 + 0.2);
 }
 
 TEST(StepsFormatTest, CsvOfNoStepsIsTheHeaderOnly) {
   EXPECT_EQ(FormatStepsCsv(v1::JobSteps()),
-            "step,generation,loss,eval_loss,step_seconds,raw_bytes,wire_bytes,lr,unix_ms\n");
+            kCsvHeader);
+}
+
+TEST(StepsFormatTest, AClassifiersScoresGetColumnsOfTheirOwn) {
+  v1::JobSteps steps = SampleSteps();
+  v1::EvalScores* scores = steps.mutable_steps(1)->mutable_eval_scores();
+  scores->set_accuracy(0.875);
+  scores->set_f1(0.5);
+  scores->set_mcc(-0.25);
+  EXPECT_EQ(FormatStepsTable(steps),
+            "STEP  GEN  LOSS     EVAL    TIME    RAW     WIRE    RATIO  LR     ACC    F1     MCC\n"
+            "1     1    10.5000  -       1.50 s  8.0 MB  1.0 MB  8.0x   0.001  -      -      -\n"
+            "2     1    3.2500   3.3750  1.50 s  8.0 MB  1.0 MB  8.0x   0.001  0.875  0.500  "
+            "-0.250\n");
+  EXPECT_EQ(FormatStepsCsv(steps),
+            kCsvHeader +
+            "1,1,10.5,,1.5,8000000,1000000,0.001,1709294463001,,,\n"
+            "2,1,3.25,3.375,1.5,8000000,1000000,0.001,1709294463002,0.875,0.5,-0.25\n");
 }
 
 TEST(StepsFormatTest, FormatNames) {
@@ -129,9 +150,9 @@ TEST_F(StepsCommandTest, CsvHasEveryStepAfterTheOneAsked) {
   options.after_step = 1;
   ASSERT_EQ(Run(options), kExitSuccess) << err_.str();
   EXPECT_EQ(out_.str(),
-            "step,generation,loss,eval_loss,step_seconds,raw_bytes,wire_bytes,lr,unix_ms\n"
-            "2,1,2,,1.5,8000000,1000000,0.001,1709294463002\n"
-            "3,1,1,1.5,1.5,8000000,1000000,0.001,1709294463003\n");
+            kCsvHeader +
+            "2,1,2,,1.5,8000000,1000000,0.001,1709294463002,,,\n"
+            "3,1,1,1.5,1.5,8000000,1000000,0.001,1709294463003,,,\n");
   EXPECT_EQ(err_.str(), "");
 }
 

@@ -103,6 +103,17 @@ TEST(ControlTablesTest, WorkerList) {
             "w-2  dead   -         -         -       -        -     -           -\n");
 }
 
+TEST(ControlTablesTest, JobStatusShowsAClassifiersScores) {
+  v1::Job job = SampleJob();
+  EXPECT_EQ(FormatJobStatus(job).find("eval scores"), std::string::npos);
+  job.mutable_progress()->mutable_eval_scores()->set_accuracy(0.875);
+  job.mutable_progress()->mutable_eval_scores()->set_f1(0.5);
+  job.mutable_progress()->mutable_eval_scores()->set_mcc(-0.25);
+  EXPECT_NE(FormatJobStatus(job).find("eval scores  accuracy 0.875, F1 0.500, MCC -0.250\n"),
+            std::string::npos)
+      << FormatJobStatus(job);
+}
+
 TEST(ControlTablesTest, QueuedJobSaysWhatItWaitsFor) {
   v1::Job job;
   job.set_id("job-4");

@@ -404,6 +404,27 @@ TEST_F(CoordinatorMetricsTest, WorkersAndJobsInEveryState) {
   EXPECT_EQ(after.At("geotrain_coordinator_jobs{state=\"cancelled\"}"), 12);
 }
 
+TEST(CoordinatorJobMetricsTest, AClassifiersScoresAreOneSeriesEach) {
+  JobWindow window;
+  v1::Job& classifier = window.jobs.emplace_back();
+  classifier.set_id("job-1");
+  classifier.mutable_progress()->set_eval_step(10);
+  v1::EvalScores* scores = classifier.mutable_progress()->mutable_eval_scores();
+  scores->set_accuracy(0.875);
+  scores->set_f1(0.5);
+  scores->set_mcc(-0.25);
+  v1::Job& language_model = window.jobs.emplace_back();
+  language_model.set_id("job-2");
+  language_model.mutable_progress()->set_eval_step(10);
+  const Page page =
+      Parse(prometheus::TextSerializer().Serialize(CoordinatorMetricFamilies({}, window)));
+  EXPECT_EQ(page.At("geotrain_job_eval_score{job_id=\"job-1\",score=\"accuracy\"}"), 0.875);
+  EXPECT_EQ(page.At("geotrain_job_eval_score{job_id=\"job-1\",score=\"f1\"}"), 0.5);
+  EXPECT_EQ(page.At("geotrain_job_eval_score{job_id=\"job-1\",score=\"mcc\"}"), -0.25);
+  EXPECT_EQ(page.Count("geotrain_job_eval_score", "job_id=\"job-2\""), 0);
+  EXPECT_EQ(page.types.at("geotrain_job_eval_score"), "gauge");
+}
+
 TEST_F(CoordinatorMetricsTest, JobWindowKeepsSubmissionOrderAndTheNewestFinished) {
   // Finished out of submission order: job-3 first, then job-1, then job-2.
   for (int i = 0; i < 4; ++i) Submit(1);

@@ -136,6 +136,43 @@ TEST(StepAggregatorTest, EvalLossFromTheLastStage) {
   EXPECT_EQ(progress.eval_step(), 1);
 }
 
+TEST(StepAggregatorTest, AClassifiersScoresAreTheMeanOfTheLastStageAndLastUntilTheNextEval) {
+  StepAggregator aggregator(Figures(), 1);
+  v1::JobProgress progress;
+  const auto run_step = [&](int64_t step, bool eval, bool scored) {
+    std::optional<v1::JobStep> row;
+    for (int replica = 0; replica < 2; ++replica) {
+      for (int stage = 0; stage < 2; ++stage) {
+        v1::StepReport report = Report(stage, replica, step);
+        if (stage == 1 && eval) report.set_eval_loss(0.5);
+        if (stage == 1 && scored) {
+          report.mutable_eval_scores()->set_accuracy(replica == 0 ? 0.75 : 0.25);
+          report.mutable_eval_scores()->set_f1(0.5);
+          report.mutable_eval_scores()->set_mcc(replica == 0 ? -0.5 : 0.5);
+        }
+        if (auto r = aggregator.Add(report, 0, &progress)) row = r;
+      }
+    }
+    return row;
+  };
+  std::optional<v1::JobStep> row = run_step(1, true, true);
+  ASSERT_TRUE(row.has_value());
+  ASSERT_TRUE(row->has_eval_scores());
+  EXPECT_DOUBLE_EQ(row->eval_scores().accuracy(), 0.5);
+  EXPECT_DOUBLE_EQ(row->eval_scores().f1(), 0.5);
+  EXPECT_DOUBLE_EQ(row->eval_scores().mcc(), 0.0);
+  ASSERT_TRUE(progress.has_eval_scores());
+  EXPECT_DOUBLE_EQ(progress.eval_scores().accuracy(), 0.5);
+  // A step without evaluation keeps the newest scores; an evaluation without scores drops them,
+  // so they never stand beside an eval loss they do not belong to.
+  row = run_step(2, false, false);
+  EXPECT_FALSE(row->has_eval_scores());
+  EXPECT_TRUE(progress.has_eval_scores());
+  run_step(3, true, false);
+  EXPECT_FALSE(progress.has_eval_scores());
+  EXPECT_EQ(progress.eval_step(), 3);
+}
+
 TEST(StepAggregatorTest, OlderPartialStepsAreDroppedWhenANewerOneCompletes) {
   StepAggregator aggregator(Figures(), 1);
   v1::JobProgress progress;

@@ -19,6 +19,7 @@ TEST(StepLineTest, ReadsEveryFieldOfTheRuntimesStepLine) {
   result.total_steps = 100;
   result.loss = 3.25;
   result.eval_loss = 3.5;
+  result.eval_metrics = runtime::ClassificationMetrics{0.875, 0.8, -0.25};
   result.lr = 2.5e-4;
   result.grad_norm = 0.75;
   result.compressed = true;
@@ -67,6 +68,10 @@ TEST(StepLineTest, ReadsEveryFieldOfTheRuntimesStepLine) {
   EXPECT_DOUBLE_EQ(report->loss(), 3.25);
   ASSERT_TRUE(report->has_eval_loss());
   EXPECT_DOUBLE_EQ(report->eval_loss(), 3.5);
+  ASSERT_TRUE(report->has_eval_scores());
+  EXPECT_DOUBLE_EQ(report->eval_scores().accuracy(), 0.875);
+  EXPECT_DOUBLE_EQ(report->eval_scores().f1(), 0.8);
+  EXPECT_DOUBLE_EQ(report->eval_scores().mcc(), -0.25);
   EXPECT_DOUBLE_EQ(report->lr(), 2.5e-4);
   EXPECT_DOUBLE_EQ(report->grad_norm(), 0.75);
   EXPECT_TRUE(report->compressed());
@@ -132,6 +137,7 @@ TEST(StepLineTest, LossIsAbsentOnStagesOtherThanTheLast) {
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_FALSE(report->has_loss());
   EXPECT_FALSE(report->has_eval_loss());
+  EXPECT_FALSE(report->has_eval_scores());
 }
 
 TEST(StepLineTest, OtherLinesAreNotStepLines) {
@@ -198,6 +204,14 @@ TEST(StepLineTest, WrongTypesAreErrorsNamingTheKey) {
       {R"({"step": 1, "traffic": [{"peer_stage": 0, "peer_replica": 0, "kind": "gradient",
           "direction": "sent", "latency_seconds": -2}]})",
        "traffic[0].latency_seconds: -2 is negative"},
+      {R"({"step": 1, "eval_accuracy": "high", "eval_f1": 1, "eval_mcc": 1})",
+       "eval_accuracy: expected a number, got string"},
+      {R"({"step": 1, "eval_accuracy": 1.5, "eval_f1": 1, "eval_mcc": 1})",
+       "eval_accuracy: 1.500000 is outside [0, 1]"},
+      {R"({"step": 1, "eval_accuracy": 1, "eval_f1": 1, "eval_mcc": -2})",
+       "eval_mcc: -2.000000 is outside [-1, 1]"},
+      {R"({"step": 1, "eval_accuracy": 0.5})",
+       "eval_accuracy, eval_f1 and eval_mcc: some given without the others"},
   };
   for (const auto& [line, message] : cases) {
     auto report = ParseStepLine(line);

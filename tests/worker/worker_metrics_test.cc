@@ -347,6 +347,19 @@ TEST_F(WorkerMetricsTest, LastStageLossEvalAndCheckpoint) {
   text = Scrape();
   EXPECT_EQ(SeriesValue(text, "geotrain_loss", stage1), 3.0);
   EXPECT_EQ(SeriesValue(text, "geotrain_eval_loss", stage1), 3.5);
+  EXPECT_FALSE(SeriesValue(text, "geotrain_eval_score", {{"stage", "1"}, {"score", "f1"}}));
+
+  // A sequence classifier's evaluation also scores it.
+  report.set_step(52);
+  report.mutable_eval_scores()->set_accuracy(0.875);
+  report.mutable_eval_scores()->set_f1(0.5);
+  report.mutable_eval_scores()->set_mcc(-0.25);
+  metrics_.OnStep(report, Placements());
+  text = Scrape();
+  EXPECT_EQ(SeriesValue(text, "geotrain_eval_score", {{"stage", "1"}, {"score", "accuracy"}}),
+            0.875);
+  EXPECT_EQ(SeriesValue(text, "geotrain_eval_score", {{"stage", "1"}, {"score", "f1"}}), 0.5);
+  EXPECT_EQ(SeriesValue(text, "geotrain_eval_score", {{"stage", "1"}, {"score", "mcc"}}), -0.25);
   EXPECT_EQ(SeriesValue(text, "geotrain_checkpoint_step", stage1), 50);
   EXPECT_EQ(SeriesValue(text, "geotrain_checkpoint_duration_seconds", stage1), 2.5);
 }

@@ -18,6 +18,8 @@ NOT_ON_DASHBOARD = {
                      "worker's series carries no job label",
     "geotrain_eval_loss": "the coordinator's geotrain_job_eval_loss is the same figure per job; "
                           "the worker's series carries no job label",
+    "geotrain_eval_score": "the coordinator's geotrain_job_eval_score is the same figure per "
+                           "job; the worker's series carries no job label",
 }
 PANEL_TYPES = {"timeseries", "stat", "bargauge", "gauge", "table", "heatmap", "xychart",
                "state-timeline", "status-history", "barchart", "piechart", "row"}
