@@ -188,9 +188,8 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
   families.push_back(JobCounts(jobs.count_by_state));
   for (MetricFamily* family :
        {&info, &step, &total_steps, &loss, &eval_loss, &eval_score, &tokens_per_second,
-        &wire_bytes_per_second,
-        &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step, &restarts, &steps_lost,
-        &link_bits, &link_topk, &link_changes}) {
+        &wire_bytes_per_second, &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step,
+        &restarts, &steps_lost, &link_bits, &link_topk, &link_changes}) {
     families.push_back(std::move(*family));
   }
   return families;
