@@ -16,11 +16,12 @@ Re-running it with the same package versions reproduces both files byte for byte
 
 import json
 import os
-import random
 import sys
 
 import tokenizers
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+from golden_strings import random_strings
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 GPT2_DIR = os.path.join(ROOT, "examples", "tokenizers", "gpt2")
@@ -111,18 +112,6 @@ POOLS = [
     ["\x00", "\x1b", "\x7f", "\x85", "\u200b", "\u200d", "\ufeff", "\ufffd", "\ue000"],
     [EOT],
 ]
-
-
-def random_strings(count, seed):
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        chunks = []
-        for _ in range(rng.randint(1, 30)):
-            pool = POOLS[rng.randrange(len(POOLS))]
-            chunks.append(pool[rng.randrange(len(pool))] * rng.choice([1, 1, 1, 2, 3]))
-        out.append("".join(chunks))
-    return out
 
 
 def reference_tokenizer():
@@ -219,7 +208,7 @@ def main():
               file=sys.stderr)
 
     cases = []
-    for text in CURATED + random_strings(60, seed=20240601):
+    for text in CURATED + random_strings(POOLS, 60, seed=20240601):
         ids = tok.encode(text).ids
         if reloaded.encode(text).ids != ids:
             sys.exit(f"tokenizer.json disagrees with vocab.json+merges.txt on {text!r}")

@@ -39,6 +39,8 @@ from tokenizers.models import Unigram
 from tokenizers.trainers import UnigramTrainer
 from transformers import DebertaV2Tokenizer
 
+from golden_strings import random_strings
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "golden", "tokenizers")
 GOLDEN = os.path.join(ROOT, "tests", "golden", "unigram_tokenizer.json")
@@ -111,18 +113,6 @@ POOLS = [
     ["\x00", "\x1b", "\x7f", "\u200b", "\ufeff", "\ufffd", "\ue000", "\u0378"],
     ["[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]", "[cls]"],
 ]
-
-
-def random_strings(count, seed):
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        chunks = []
-        for _ in range(rng.randint(1, 30)):
-            pool = POOLS[rng.randrange(len(POOLS))]
-            chunks.append(pool[rng.randrange(len(pool))] * rng.choice([1, 1, 1, 2, 3]))
-        out.append("".join(chunks))
-    return out
 
 
 def train():
@@ -320,7 +310,7 @@ def main():
     write_tables(ccc, decomp, compose)
 
     sections = {}
-    texts = CURATED + random_strings(60, seed=20261126)
+    texts = CURATED + random_strings(POOLS, 60, seed=20261126)
     for name in ("deberta_always", "deberta_first"):
         path = os.path.join(FIXTURES, name, "tokenizer.json")
         tok = Tokenizer.from_file(path)

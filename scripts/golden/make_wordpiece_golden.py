@@ -24,7 +24,6 @@ read, and re-running with the same package versions reproduces the golden file b
 import argparse
 import json
 import os
-import random
 import shutil
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import tokenizers
 import transformers
 from tokenizers import Tokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
+
+from golden_strings import random_strings
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "golden", "tokenizers")
@@ -113,18 +114,6 @@ POOLS = [
 ]
 
 
-def random_strings(count, seed):
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        chunks = []
-        for _ in range(rng.randint(1, 30)):
-            pool = POOLS[rng.randrange(len(POOLS))]
-            chunks.append(pool[rng.randrange(len(pool))] * rng.choice([1, 1, 1, 2, 3]))
-        out.append("".join(chunks))
-    return out
-
-
 def train(lowercase, out_dir):
     """Trains and saves one vocabulary's files."""
     tok = BertWordPieceTokenizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
@@ -165,7 +154,7 @@ def fnv1a64_of_ids(ids):
 
 def golden_for(name, from_json, from_vocab):
     cases = []
-    for text in CURATED + random_strings(60, seed=20240611):
+    for text in CURATED + random_strings(POOLS, 60, seed=20240611):
         ids = from_json.encode(text, add_special_tokens=False).ids
         other = from_vocab(text, add_special_tokens=False)["input_ids"]
         if other != ids:

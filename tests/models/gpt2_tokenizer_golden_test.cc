@@ -3,17 +3,21 @@
 // scripts/golden/make_tokenizer_golden.py. Both file formats must give exactly the same ids.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "tests/models/golden_json.h"
 #include "tests/models/gpt2_tokenizer_files.h"
 
 namespace geotrain::models {
 namespace {
+
+using testing::IdsFingerprint;
+using testing::LoadGoldenJson;
+using testing::Printable;
 
 using testing::Gpt2FromTokenizerJson;
 using testing::Gpt2FromVocabMerges;
@@ -24,29 +28,13 @@ struct GoldenCase {
 };
 
 std::vector<GoldenCase> LoadGolden() {
-  std::ifstream in(std::string(GEOTRAIN_SOURCE_DIR) + "/tests/golden/gpt2_tokenizer.json");
-  EXPECT_TRUE(in.good());
-  const nlohmann::json golden = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json golden = LoadGoldenJson("gpt2_tokenizer.json");
   std::vector<GoldenCase> cases;
   if (!golden.is_object()) return cases;
   for (const auto& c : golden["cases"]) {
     cases.push_back({c["text"].get<std::string>(), c["ids"].get<std::vector<int32_t>>()});
   }
   return cases;
-}
-
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
 }
 
 TEST(Gpt2TokenizerGoldenTest, HelloWorld) {
@@ -74,19 +62,8 @@ TEST(Gpt2TokenizerGoldenTest, EveryGoldenStringFromBothFileFormats) {
   }
 }
 
-uint64_t Fnv1a64OfIds(const std::vector<int32_t>& ids) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (int32_t id : ids) {
-    for (int byte = 0; byte < 4; ++byte) {
-      h = (h ^ ((static_cast<uint32_t>(id) >> (8 * byte)) & 0xFF)) * 0x100000001B3ull;
-    }
-  }
-  return h;
-}
-
 TEST(Gpt2TokenizerGoldenTest, BundledCorpusMatchesReferenceIds) {
-  std::ifstream in(std::string(GEOTRAIN_SOURCE_DIR) + "/tests/golden/gpt2_tokenizer.json");
-  const nlohmann::json golden = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json golden = LoadGoldenJson("gpt2_tokenizer.json");
   ASSERT_TRUE(golden.is_object() && golden.contains("corpus"));
   const BpeTokenizer* gpt2 = Gpt2FromVocabMerges();
   ASSERT_NE(gpt2, nullptr);
@@ -98,9 +75,7 @@ TEST(Gpt2TokenizerGoldenTest, BundledCorpusMatchesReferenceIds) {
     const std::string text((std::istreambuf_iterator<char>(file)), {});
     const std::vector<int32_t> ids = gpt2->Encode(text);
     EXPECT_EQ(ids.size(), entry["count"].get<size_t>()) << path;
-    char hex[17];
-    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Fnv1a64OfIds(ids)));
-    EXPECT_EQ(hex, entry["fnv1a64"].get<std::string>()) << path;
+    EXPECT_EQ(IdsFingerprint(ids), entry["fnv1a64"].get<std::string>()) << path;
     EXPECT_EQ(*gpt2->Decode(ids), text) << path;
   }
 }

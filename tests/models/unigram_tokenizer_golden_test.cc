@@ -6,8 +6,6 @@
 // step must give the library's NFC on sampled probes.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,29 +13,13 @@
 #include "models/tokenizer/tokenizer_loaders.h"
 #include "models/tokenizer/unicode_nfc.h"
 #include "models/tokenizer/utf8.h"
+#include "tests/models/golden_json.h"
 
 namespace geotrain::models {
 namespace {
 
-nlohmann::json LoadGolden() {
-  std::ifstream in(std::string(GEOTRAIN_SOURCE_DIR) + "/tests/golden/unigram_tokenizer.json");
-  EXPECT_TRUE(in.good());
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
+using testing::LoadGoldenJson;
+using testing::Printable;
 
 std::u32string CodePoints(const std::string& text) {
   std::u32string out;
@@ -79,19 +61,19 @@ void CheckSection(const nlohmann::json& section) {
 }
 
 TEST(UnigramTokenizerGoldenTest, PrependAlwaysMatchesLibrary) {
-  const nlohmann::json golden = LoadGolden();
+  const nlohmann::json golden = LoadGoldenJson("unigram_tokenizer.json");
   ASSERT_FALSE(golden.is_discarded());
   CheckSection(golden["deberta_always"]);
 }
 
 TEST(UnigramTokenizerGoldenTest, PrependFirstMatchesLibrary) {
-  const nlohmann::json golden = LoadGolden();
+  const nlohmann::json golden = LoadGoldenJson("unigram_tokenizer.json");
   ASSERT_FALSE(golden.is_discarded());
   CheckSection(golden["deberta_first"]);
 }
 
 TEST(UnigramTokenizerGoldenTest, NfcMatchesLibrary) {
-  const nlohmann::json golden = LoadGolden();
+  const nlohmann::json golden = LoadGoldenJson("unigram_tokenizer.json");
   ASSERT_FALSE(golden.is_discarded());
   int checked = 0;
   for (const auto& probe : golden["nfc"]) {
@@ -104,7 +86,7 @@ TEST(UnigramTokenizerGoldenTest, NfcMatchesLibrary) {
 }
 
 TEST(UnigramTokenizerGoldenTest, DecodeRefusesUnknownIds) {
-  const nlohmann::json golden = LoadGolden();
+  const nlohmann::json golden = LoadGoldenJson("unigram_tokenizer.json");
   auto tokenizer = LoadUnigramTokenizerJson(std::string(GEOTRAIN_SOURCE_DIR) + "/" +
                                             golden["deberta_always"]["dir"].get<std::string>() +
                                             "/tokenizer.json");

@@ -6,7 +6,6 @@
 // library's text.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -14,40 +13,15 @@
 #include <vector>
 
 #include "models/tokenizer/tokenizer_loaders.h"
+#include "tests/models/golden_json.h"
 #include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
 
-nlohmann::json LoadGolden() {
-  std::ifstream in(std::string(GEOTRAIN_SOURCE_DIR) + "/tests/golden/wordpiece_tokenizer.json");
-  EXPECT_TRUE(in.good());
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-uint64_t Fnv1a64OfIds(const std::vector<int32_t>& ids) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (int32_t id : ids) {
-    for (int byte = 0; byte < 4; ++byte) {
-      h = (h ^ ((static_cast<uint32_t>(id) >> (8 * byte)) & 0xFF)) * 0x100000001B3ull;
-    }
-  }
-  return h;
-}
+using testing::IdsFingerprint;
+using testing::LoadGoldenJson;
+using testing::Printable;
 
 struct Loaded {
   std::string how;
@@ -75,7 +49,7 @@ std::vector<Loaded> LoadAllWays(const std::string& dir) {
 }
 
 void CheckVocabulary(const std::string& name) {
-  const nlohmann::json golden = LoadGolden();
+  const nlohmann::json golden = LoadGoldenJson("wordpiece_tokenizer.json");
   ASSERT_TRUE(golden.is_object() && golden.contains(name));
   const nlohmann::json& section = golden[name];
   const std::vector<Loaded> tokenizers =
@@ -105,10 +79,8 @@ void CheckVocabulary(const std::string& name) {
       const std::string text((std::istreambuf_iterator<char>(file)), {});
       const std::vector<int32_t> ids = t.Encode(text);
       EXPECT_EQ(ids.size(), entry["count"].get<size_t>()) << loaded.how << ": " << path;
-      char hex[17];
-      std::snprintf(hex, sizeof(hex), "%016llx",
-                    static_cast<unsigned long long>(Fnv1a64OfIds(ids)));
-      EXPECT_EQ(hex, entry["fnv1a64"].get<std::string>()) << loaded.how << ": " << path;
+      EXPECT_EQ(IdsFingerprint(ids), entry["fnv1a64"].get<std::string>())
+          << loaded.how << ": " << path;
     }
   }
 }
