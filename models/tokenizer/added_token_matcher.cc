@@ -19,6 +19,17 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) : by
   }
 }
 
+std::vector<int32_t> AddedTokenMatcher::Encode(
+    std::string_view text,
+    const std::function<void(std::string_view, std::vector<int32_t>*)>& encode_text) const {
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 4);  // a few bytes per token in every vocabulary geotrain reads
+  Split(
+      text, [&](std::string_view stretch) { encode_text(stretch, &ids); },
+      [&](const AddedToken& token) { ids.push_back(token.id); });
+  return ids;
+}
+
 void AddedTokenMatcher::Split(std::string_view text,
                               const std::function<void(std::string_view)>& on_text,
                               const std::function<void(const AddedToken&)>& on_token) const {

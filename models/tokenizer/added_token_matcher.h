@@ -32,6 +32,12 @@ class AddedTokenMatcher {
   void Split(std::string_view text, const std::function<void(std::string_view)>& on_text,
              const std::function<void(const AddedToken&)>& on_token) const;
 
+  // A tokenizer's Encode: each added token's id, and between them what encode_text appends for
+  // each stretch of ordinary text.
+  std::vector<int32_t> Encode(
+      std::string_view text,
+      const std::function<void(std::string_view, std::vector<int32_t>*)>& encode_text) const;
+
   bool empty() const { return tokens_.empty(); }
 
  private:

@@ -57,12 +57,8 @@ void BpeTokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) 
 }
 
 std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 3);
-  matcher_.Split(
-      text, [&](std::string_view stretch) { EncodeText(stretch, &ids); },
-      [&](const AddedToken& token) { ids.push_back(token.id); });
-  return ids;
+  return matcher_.Encode(
+      text, [&](std::string_view stretch, std::vector<int32_t>* ids) { EncodeText(stretch, ids); });
 }
 
 std::vector<int32_t> BpeTokenizer::EncodeOrdinary(std::string_view text) const {

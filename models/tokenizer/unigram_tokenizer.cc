@@ -266,13 +266,9 @@ void UnigramTokenizer::EncodeText(std::string_view text, bool at_start,
 }
 
 std::vector<int32_t> UnigramTokenizer::Encode(std::string_view text) const {
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 4);
-  matcher_.Split(
-      text,
-      [&](std::string_view stretch) { EncodeText(stretch, stretch.data() == text.data(), &ids); },
-      [&](const AddedToken& token) { ids.push_back(token.id); });
-  return ids;
+  return matcher_.Encode(text, [&](std::string_view stretch, std::vector<int32_t>* ids) {
+    EncodeText(stretch, stretch.data() == text.data(), ids);
+  });
 }
 
 std::vector<int32_t> UnigramTokenizer::EncodeOrdinary(std::string_view text) const {

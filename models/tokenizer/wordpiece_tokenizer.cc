@@ -66,12 +66,8 @@ void WordPieceTokenizer::EncodeText(std::string_view text, std::vector<int32_t>*
 }
 
 std::vector<int32_t> WordPieceTokenizer::Encode(std::string_view text) const {
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 4);
-  matcher_.Split(
-      text, [&](std::string_view stretch) { EncodeText(stretch, &ids); },
-      [&](const AddedToken& token) { ids.push_back(token.id); });
-  return ids;
+  return matcher_.Encode(
+      text, [&](std::string_view stretch, std::vector<int32_t>* ids) { EncodeText(stretch, ids); });
 }
 
 std::vector<int32_t> WordPieceTokenizer::EncodeOrdinary(std::string_view text) const {

@@ -326,7 +326,9 @@ TEST_F(DataBatchIteratorTest, StableShardsKeepEachRanksShareInANewOrder) {
       for (const Batch& batch : Take(plain.get(), per_epoch)) {
         plain_ids.insert(plain_ids.end(), batch.sample_ids.begin(), batch.sample_ids.end());
       }
-      if (epoch == 0) EXPECT_EQ(ids, plain_ids);  // epoch 0 is dealt as without stable shards
+      if (epoch == 0) {
+        EXPECT_EQ(ids, plain_ids);  // epoch 0 is dealt as without stable shards
+      }
       by_rank[rank].push_back(ids);
     }
   }
