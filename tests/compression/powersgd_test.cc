@@ -172,7 +172,9 @@ TEST(PowerSgd, NeverWorseThanSendingNothing) {
       const Matrix x = Gaussian(c.n, c.m, seed);
       const double e = OneStepError(x, c.n, c.m, c.r, seed);
       EXPECT_LE(e, 1.0 + 1e-5) << c.n << "x" << c.m << " r" << c.r;
-      if (c.r >= std::min(c.n, c.m)) EXPECT_LT(e, 1e-4) << "full rank is exact";
+      if (c.r >= std::min(c.n, c.m)) {
+        EXPECT_LT(e, 1e-4) << "full rank is exact";
+      }
     }
   }
 }

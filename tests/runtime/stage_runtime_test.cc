@@ -315,7 +315,9 @@ TEST(StageRuntimePeerDeath, SurvivorsFailWithAClearErrorWithinTheTimeout) {
       ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
       int steps = 0;
       const Status status = (*runtime)->Run([&](const StepResult&) {
-        if (rank == 3 && ++steps == 2) ASSERT_TRUE(net::KillFakeRank(*victim_link, 1).ok());
+        if (rank == 3 && ++steps == 2) {
+          ASSERT_TRUE(net::KillFakeRank(*victim_link, 1).ok());
+        }
       });
       std::lock_guard<std::mutex> lock(mu);
       statuses[rank] = status;
