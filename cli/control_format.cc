@@ -134,6 +134,7 @@ std::string FormatProgressLine(const v1::Job& job) {
   if (progress.eta_seconds() > 0 && !IsFinishedJobState(job.state())) {
     line += " | ETA " + FormatDuration(progress.eta_seconds());
   }
+  if (!job.waiting_for().empty()) line += " | waiting for " + job.waiting_for();
   return line;
 }
 

@@ -34,7 +34,8 @@ std::string FormatCompressionRatio(uint64_t raw_bytes, uint64_t wire_bytes);
 std::string FormatStepOfTotal(const v1::JobProgress& progress);
 
 // The live progress line: "job-3 running step 120/200 loss 3.412 eval 3.50 | 5.1k tok/s |
-// wire 1.2 MB/s | ETA 0:42"; parts not known yet are left out.
+// wire 1.2 MB/s | ETA 0:42", or "job-4 queued step 0/40 | waiting for 4 idle workers; 2 are idle
+// now"; parts not known yet are left out.
 std::string FormatProgressLine(const v1::Job& job);
 // "[12:01:03] job-3 recovering: worker w-2 died".
 std::string FormatEventLine(const v1::JobEvent& event, TimeZone zone);

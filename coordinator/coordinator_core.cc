@@ -219,6 +219,12 @@ void CoordinatorCore::BumpVersion() {
   watch_cv_.notify_all();
 }
 
+void CoordinatorCore::SetWaitingFor(JobEntry& entry, const std::string& text) {
+  if (entry.job.waiting_for() == text) return;
+  entry.job.set_waiting_for(text);
+  BumpVersion();
+}
+
 uint64_t CoordinatorCore::change_version() const {
   std::lock_guard<std::mutex> lock(watch_mu_);
   return version_;
@@ -614,7 +620,7 @@ void CoordinatorCore::Tick() {
     const bool unplaced = state == v1::JOB_STATE_QUEUED ||
                           (state == v1::JOB_STATE_RECOVERING && entry.ranks.empty());
     if (unplaced && !blocking.empty()) {
-      entry.job.set_waiting_for(blocking + ", submitted earlier (jobs are placed in order)");
+      SetWaitingFor(entry, blocking + ", submitted earlier (jobs are placed in order)");
     } else if (unplaced) {
       if (!TryPlace(entry, &idle)) blocking = id;
     } else if (state == v1::JOB_STATE_RECOVERING && blocking.empty()) {

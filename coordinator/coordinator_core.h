@@ -189,6 +189,8 @@ class CoordinatorCore {
   WorkerEntry* FindWorker(const std::string& worker_id);
   void Wake();
   void BumpVersion();
+  // Sets Job.waiting_for, waking the watchers (`geotrain submit --wait`) when it changed.
+  void SetWaitingFor(JobEntry& entry, const std::string& text);
   void PersistJob(JobEntry& entry, std::vector<v1::JobEvent> events);
   void PersistWorker(const WorkerEntry& worker);
   void AppendEvent(JobEntry& entry, const std::string& text);

@@ -126,19 +126,22 @@ grpc::Status CoordinatorService::WatchJob(grpc::ServerContext* context,
   bool sent_job = false;
   v1::JobState sent_state = v1::JOB_STATE_UNSPECIFIED;
   int64_t sent_step = -1;
+  std::string sent_waiting_for;
   while (true) {
     // Read the version before the state, so a change after the reads wakes the wait below.
     const uint64_t version = core_->change_version();
     StatusOr<v1::Job> job = core_->GetJob(job_id);
     if (!job.ok()) return ToGrpcStatus(job.status());
     const bool terminal = IsTerminalJobState(job->state());
-    if (!sent_job || job->state() != sent_state || job->progress().step() != sent_step) {
+    if (!sent_job || job->state() != sent_state || job->progress().step() != sent_step ||
+        job->waiting_for() != sent_waiting_for) {
       v1::JobUpdate update;
       *update.mutable_job() = *job;
       if (!writer->Write(update)) return grpc::Status::CANCELLED;
       sent_job = true;
       sent_state = job->state();
       sent_step = job->progress().step();
+      sent_waiting_for = job->waiting_for();
     }
     // Catch up completely: a terminal job's snapshot was read before these, so after this loop
     // everything up to its end was sent.

@@ -34,8 +34,8 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
   std::optional<PlannedPlacement> plan =
       eligible.size() >= ranks ? PlanPlacement(entry, eligible) : std::nullopt;
   if (!plan) {
-    job.set_waiting_for(
-        WaitingForWorkers(ranks, entry.cuda_devices_needed, eligible.size(), idle->size()));
+    SetWaitingFor(entry,
+                  WaitingForWorkers(ranks, entry.cuda_devices_needed, eligible.size(), idle->size()));
     return false;
   }
   const std::vector<v1::Placement>* placements = &plan->placements;

@@ -95,6 +95,9 @@ TEST(ControlFormatTest, ProgressLineLeavesOutWhatIsNotKnownYet) {
   job.set_id("job-4");
   job.set_state(v1::JOB_STATE_QUEUED);
   EXPECT_EQ(FormatProgressLine(job), "job-4 queued");
+  job.set_waiting_for("4 idle workers; 2 are idle now");
+  EXPECT_EQ(FormatProgressLine(job), "job-4 queued | waiting for 4 idle workers; 2 are idle now");
+  job.clear_waiting_for();
 
   job.set_state(v1::JOB_STATE_RUNNING);
   job.mutable_progress()->set_step(3);

@@ -212,6 +212,38 @@ TEST(CoordinatorServerTest, WorkerAndCliRunAJobOverGrpc) {
   server->Shutdown();
 }
 
+// `geotrain submit --wait` shows why a job stays queued. The watch sends the job again when what
+// it waits for changes; whether the first update or that one carries it here depends on whether
+// the scheduler tried to place the job before the watch began.
+TEST(CoordinatorServerTest, AWatcherSeesWhatAQueuedJobWaitsFor) {
+  TempDir dir;
+  auto server = StartServer(dir.path());
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Coordinator::NewStub(
+      grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  v1::SubmitJobRequest submit;
+  submit.set_spec_yaml(TinyJobYaml(1, 2));
+  v1::Job job;
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    ASSERT_TRUE(stub->SubmitJob(&context, submit, &job).ok());
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::WatchJobRequest request;
+  request.set_job_id(job.id());
+  request.set_follow(true);
+  auto reader = stub->WatchJob(&context, request);
+  v1::JobUpdate update;
+  std::string waiting_for;
+  while (waiting_for.empty() && reader->Read(&update)) {
+    if (update.has_job()) waiting_for = update.job().waiting_for();
+  }
+  EXPECT_EQ(waiting_for, "2 idle workers; 0 are idle now");
+  context.TryCancel();
+}
+
 TEST(CoordinatorServerTest, SessionMustStartWithAHelloOfARegisteredWorker) {
   TempDir dir;
   auto server = StartServer(dir.path());
