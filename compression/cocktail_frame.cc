@@ -74,11 +74,8 @@ int64_t CocktailKeptCount(double topk_ratio, int64_t m) {
 }
 
 QuantizeOptions CocktailQuantizeOptions(const CodecConfig& config, uint64_t step) {
-  QuantizeOptions options;
-  options.bits = config.quant_bits;
-  options.rounding = config.rounding;
-  options.seed = config.seed;
-  options.stream = step;
+  QuantizeOptions options = FixpointCodecOptions(config, step);
+  options.bits = config.quant_bits;  // cocktail's own bits key: `bits` is fixpoint's
   return options;
 }
 

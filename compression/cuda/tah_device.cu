@@ -512,22 +512,16 @@ __global__ void __launch_bounds__(P > 32 ? P : kThreads) DecodeTiles(DecodeArgs 
 
 // ---- Launch helpers -----------------------------------------------------------------------------
 
-template <int P>
-void LaunchQuantize(const QuantizeArgs& a, Stream stream) {
-  if (P <= 32) {
-    QuantizeTiles<P><<<Blocks(CeilDiv(a.tiles * P, kThreads)), kThreads, 0, stream>>>(a);
-  } else {
-    QuantizeTiles<P><<<Blocks(a.tiles), P, 0, stream>>>(a);
-  }
-}
+// A tile's P lanes: tiles of up to a warp share blocks of kThreads, larger ones get a block each.
+struct TileLaunch {
+  unsigned blocks;
+  int threads;
+};
 
 template <int P>
-void LaunchDecode(const DecodeArgs& a, Stream stream) {
-  if (P <= 32) {
-    DecodeTiles<P><<<Blocks(CeilDiv(a.tiles * P, kThreads)), kThreads, 0, stream>>>(a);
-  } else {
-    DecodeTiles<P><<<Blocks(a.tiles), P, 0, stream>>>(a);
-  }
+TileLaunch TileLaunchFor(int64_t tiles) {
+  if (P <= 32) return {Blocks(CeilDiv(tiles * P, kThreads)), kThreads};
+  return {Blocks(tiles), P};
 }
 
 // Calls launch.template operator()<G / 8>() for the tile size g.
@@ -552,14 +546,20 @@ struct QuantizeLauncher {
   const QuantizeArgs& a;
   Stream stream;
   template <int P>
-  void operator()() const { LaunchQuantize<P>(a, stream); }
+  void operator()() const {
+    const TileLaunch launch = TileLaunchFor<P>(a.tiles);
+    QuantizeTiles<P><<<launch.blocks, launch.threads, 0, stream>>>(a);
+  }
 };
 
 struct DecodeLauncher {
   const DecodeArgs& a;
   Stream stream;
   template <int P>
-  void operator()() const { LaunchDecode<P>(a, stream); }
+  void operator()() const {
+    const TileLaunch launch = TileLaunchFor<P>(a.tiles);
+    DecodeTiles<P><<<launch.blocks, launch.threads, 0, stream>>>(a);
+  }
 };
 
 size_t ScanTempBytes(int64_t items, Stream stream) {
