@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test unit-test fuzz bench demo demo-short gpu-build clean
+.PHONY: all deps configure build demo-build test unit-test fuzz bench demo demo-short gpu-build clean
 
 all: build
 
@@ -24,6 +24,13 @@ configure: deps $(BUILD_DIR)/build.ninja
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Only the programs scripts/demo.sh runs (the worker runs each rank in a child of itself), so a
+# newcomer's first `make demo` waits for 3 programs, not for every test binary.
+DEMO_PROGRAMS = geotrain geotrain-coordinator geotrain-worker
+
+demo-build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_PROGRAMS)
 
 unit-test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE gpu
@@ -50,10 +57,10 @@ MODEL ?= tiny
 DEMO_ARGS ?=
 DEMO_SHORT_STEPS ?= 6
 
-demo: build
+demo: demo-build
 	bash scripts/demo.sh --model $(MODEL) $(DEMO_ARGS) $(BUILD_DIR)
 
-demo-short: build
+demo-short: demo-build
 	bash scripts/demo.sh --model $(MODEL) --steps $(DEMO_SHORT_STEPS) $(DEMO_ARGS) $(BUILD_DIR)
 
 # On a GPU machine (no network, no Debian packages): the training core against the CUDA PyTorch
