@@ -134,6 +134,11 @@ struct ModelConfig {
   }
 };
 
+// Bounds of every size and count (ValidateModelConfig): far beyond any real model, small enough
+// that products of two sizes cannot overflow int64.
+constexpr uint64_t kMaxModelDimension = 1 << 24;
+constexpr uint64_t kMaxModelLayers = 1 << 12;
+
 // Parses config.json text; `source` names the file in errors, which also name the field:
 // "config.json: n_head: 5 does not divide n_embd 64".
 StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::string& source);
