@@ -1,8 +1,8 @@
 // ValidateModelConfig (model_config.h): the invariants every consumer of a ModelConfig relies on,
 // whether it was read from config.json or built by hand.
-#include <string>
-
 #include "models/model_config.h"
+
+#include <string>
 
 namespace geotrain::models {
 
