@@ -110,8 +110,8 @@ struct StepResult {
 
 class StageRuntime {
  public:
-  // Loads the stage, opens the data, builds codecs and the data-parallel sync. `links` must hold
-  // the transports stage_links.h describes for `assignment`.
+  // Loads the stage, opens the data, builds codecs and the data-parallel sync (BuildStageParts,
+  // stage_builder.h). `links` must hold the transports stage_links.h describes for `assignment`.
   static StatusOr<std::unique_ptr<StageRuntime>> Create(const StageAssignment& assignment,
                                                         StageLinks links);
   ~StageRuntime();
