@@ -1,31 +1,22 @@
 // StageRuntime: the training loop of one rank, stage s of replica r.
 //
-// One step (runtime/README.md draws it):
-//   1. the pipeline schedule (GPipe or 1F1B) over the step's micro-batches: the first stage
-//      embeds its replica's micro-batches; every other stage receives activations, runs its
-//      layers and sends them on; the last stage computes the loss against the labels of the
-//      sample ids that came with the activation; gradients flow back the same way. Sends go
-//      through the link's codec (forward / backward settings) on a background thread;
-//   2. gradient synchronisation: tied embeddings (embedding_sync.h), then the data-parallel
-//      sync's BeforeClip (data_parallel_sync.h);
-//   3. global-norm clipping over every stage of the replica (pipeline_reduce.h);
-//   4. AdamW: moments, the data-parallel AfterMoments, the update with the scheduled learning
-//      rate, the data-parallel AfterUpdate; gradients are zeroed.
+// One step (TrainStep; runtime/README.md draws it) reads like the algorithm:
+//   RunSchedule           forward and backward of the step's micro-batches by the pipeline
+//                         schedule (GPipe or 1F1B): PipelineExecutor (pipeline_executor.h)
+//   SynchronizeGradients  tied embeddings, pipeline-shared tensors, the data-parallel sync's
+//                         BeforeClip, the global norm over the pipeline; then clipping:
+//                         GradientSync (gradient_sync.h)
+//   ApplyOptimizer        AdamW's moments, the data-parallel AfterMoments, the update with the
+//                         scheduled learning rate, AfterUpdate; gradients are zeroed
 // Every stage decides the same things from the step number alone (warm-up, learning rate), so
 // they need no extra messages to agree.
 //
-// Adaptive compression: ScheduleCodecChange queues new bits for this rank's sends; each step
-// first applies every queued change whose effective_step it has reached (a late one at the next
-// step), between steps, when the send queues are flushed: the link codecs and the cocktail
-// codecs are reconfigured in place, keeping their state (delta caches, residuals), and a
-// cocktail exchange in flight keeps the settings it started with. Frames name their bits, so the
-// receivers follow without being told. A change the codec cannot take is logged and skipped.
-//
-// Checkpoints (checkpoint_store.h) hold the stage's weights, AdamW's state, the data-parallel
-// state and the data position. Codec state of the pipeline links is not saved; the rule for
-// rebuilding it: a resumed run starts with fresh link codecs on both ends (empty delta caches,
-// whose first visits resend full activations; zero PowerSGD error and a fresh Q), which both ends
-// do alike, so they never disagree.
+// The parts, each in its own file: BuildStageParts (stage_builder.h) makes what the rank trains
+// with (StageParts, owned here); CodecChangeQueue (codec_change_queue.h) applies adaptive
+// compression's scheduled changes before the step they are due at; StageCheckpointer
+// (stage_checkpointer.h) writes and restores this rank's part of a checkpoint; StepLedger
+// (step_ledger.h) is the one accounting of the step's bytes; ScopedPhase (scoped_phase.h) is the
+// one timer of the step's phases.
 //
 // Device (model.device, runtime/README.md "Devices"): the stage's parameters, gradients and
 // AdamW state live on the CPU or one CUDA device; batches, labels and masks are moved there,
@@ -49,22 +40,20 @@
 #include <vector>
 
 #include "common/status.h"
-#include "models/transformer/stage.h"
-#include "runtime/adamw.h"
-#include "runtime/checkpoint_store.h"
 #include "runtime/classification_metrics.h"
 #include "runtime/config_change.h"
-#include "runtime/data_parallel_sync.h"
-#include "runtime/embedding_sync.h"
-#include "runtime/pipeline_schedule.h"
 #include "runtime/stage_assignment.h"
 #include "runtime/stage_links.h"
+#include "runtime/stage_parts.h"
 #include "runtime/step_traffic.h"
-#include "runtime/tensor_link.h"
-#include "runtime/trace_writer.h"
-#include "runtime/training_data.h"
 
 namespace geotrain::runtime {
+
+class CodecChangeQueue;
+class GradientSync;
+class PipelineExecutor;
+class StageCheckpointer;
+class StepLedger;
 
 // Bytes of one step, from this rank's sends.
 struct StepBytes {
@@ -121,8 +110,8 @@ struct StepResult {
 
 class StageRuntime {
  public:
-  // Loads the stage, opens the data, builds codecs and the data-parallel sync. `links` must hold
-  // the transports stage_links.h describes for `assignment`.
+  // Loads the stage, opens the data, builds codecs and the data-parallel sync (BuildStageParts,
+  // stage_builder.h). `links` must hold the transports stage_links.h describes for `assignment`.
   static StatusOr<std::unique_ptr<StageRuntime>> Create(const StageAssignment& assignment,
                                                         StageLinks links);
   ~StageRuntime();
@@ -146,7 +135,7 @@ class StageRuntime {
   // effective_step order, then in the order they were scheduled.
   void ScheduleCodecChange(const CodecChange& change);
 
-  // One training step (the four parts above), its traffic measured up to its end.
+  // One training step (the three parts above), its traffic measured up to its end.
   StatusOr<StepResult> Step();
   // The mean loss over training.eval_batches validation micro-batches of every replica (last
   // stage; NaN on others). Every rank of the job must call it at the same point. A classifier's
@@ -159,10 +148,12 @@ class StageRuntime {
   Status Checkpoint();
 
   int64_t step() const { return step_; }
-  const models::Stage& stage() const { return *stage_; }
-  at::Device device() const { return device_; }
+  const models::Stage& stage() const { return *parts_->stage; }
+  at::Device device() const { return parts_->device; }
   // Every trainable tensor of the rank: the stage's, then any autoencoder halves.
-  const std::vector<models::NamedParameter>& parameters() const { return parameters_; }
+  const std::vector<models::NamedParameter>& parameters() const {
+    return parts_->parameters;
+  }
 
   // The parts of Step(), for tests that look at gradients between them.
   Status RunSchedule(StepResult* result);
@@ -170,70 +161,25 @@ class StageRuntime {
   Status ApplyOptimizer(StepResult* result);
 
  private:
-  // Checkpoint() after the data-parallel flush: the store's write and prune.
-  Status WriteCheckpoint();
-  struct MicroBatch;
-  StageRuntime() = default;
+  explicit StageRuntime(std::unique_ptr<StageParts> parts);
 
-  // Step() without the traffic, which Run() measures after the evaluation and checkpoint.
+  // Step() without the report's traffic, which Run() measures after the evaluation and
+  // checkpoint.
   StatusOr<StepResult> TrainStep();
-  // Fills result->traffic with what the links moved since the previous measurement.
-  void MeasureTraffic(StepResult* result);
-  bool CompressionActive(int64_t step) const;
-  Status Forward(int micro_batch, std::vector<MicroBatch>& batches, bool compress,
-                 StepPhases* phases);
-  Status Backward(int micro_batch, bool epilogue, std::vector<MicroBatch>& batches, bool compress,
-                  StepPhases* phases);
-  Status FlushSends();
-  // Applies the scheduled changes due at the step about to run (step_ + 1).
-  void ApplyDueCodecChanges();
-  void AdjustPipelineLink(TensorSender* sender, const char* direction, uint32_t bits,
-                          const std::string& when, const std::string& why);
-  void AdjustDataParallel(const CodecChange& change, const std::string& when,
-                          const std::string& why);
-  net::Timeout timeout() const;
-  std::string DataParallelErrorContext() const;
-  // The tied embedding copy of this stage, when it takes part in embedding sync.
-  const at::Tensor* TiedEmbedding() const;
-  double LocalSquaredNorm() const;
-  // Adds the gradients of pipeline_shared_ over the stages (models::PipelineSharedTensorNames).
-  Status SumSharedGradients();
-  // A batch's padding mask and segments (TrainingData, on the host) on the stage's device.
-  models::SequenceContext OnDevice(models::SequenceContext context) const;
+  // Closes the report period of `result`: its traffic since the previous report.
+  void EndReport(StepResult* result);
+  // Waits for and applies the data-parallel exchange in flight (before an evaluation, a
+  // checkpoint or the end).
+  Status FlushDataParallel();
+  // The replicas' mean of the evaluation loss `loss_sum` and the sum of their `confusion`.
+  StatusOr<double> AverageOverReplicas(double loss_sum, std::optional<ConfusionCounts>* confusion);
 
-  StageAssignment assignment_;
-  StageLinks links_;
-  at::Device device_ = at::kCPU;                 // model.device
-  std::optional<at::ScalarType> autocast_;       // model.autocast's type, or none
-  std::unique_ptr<models::Stage> stage_;
-  std::unique_ptr<TrainingData> data_;
-  std::vector<models::NamedParameter> parameters_;
-  std::optional<models::NamedParameter> encoder_;  // autoencoder half at our output
-  std::optional<models::NamedParameter> decoder_;  // autoencoder half at our input
-  std::unique_ptr<AdamW> optimizer_;
-  std::unique_ptr<DataParallelSync> data_parallel_;
-  std::unique_ptr<TensorSender> to_next_;       // activations
-  std::unique_ptr<TensorReceiver> from_prev_;   // activations
-  std::unique_ptr<TensorSender> to_prev_;       // gradients
-  std::unique_ptr<TensorReceiver> from_next_;   // gradients
-  std::optional<CheckpointStore> checkpoints_;
-  std::unique_ptr<TraceWriter> trace_;
-  std::vector<PipelineOp> schedule_;
-  bool tied_embedding_sync_ = false;
-  // Tensors every stage keeps a copy of (DeBERTa's relative embeddings), when the pipeline has
-  // more than one stage: their gradients are summed over it each step.
-  std::vector<models::NamedParameter> pipeline_shared_;
-  std::unique_ptr<CompressedEmbeddingSync> compressed_embedding_;  // compress_embedding_sync only
-  int64_t warmup_steps_ = 0;  // compression warm-up in steps (steps and epochs combined)
-  DataParallelTraffic dp_traffic_reported_;  // traffic() when the last step ended
-  // The tied-embedding sync's cumulative bytes sent (raw: float32 equivalent), like the dp sync's.
-  DataParallelTraffic embedding_traffic_;
-  std::unique_ptr<StepTrafficMeter> traffic_meter_;
-  // ScheduleCodecChange's, sorted by effective_step, until applied.
-  std::vector<CodecChange> scheduled_changes_;
-  // The data-parallel settings as adaptive compression left them (the step reports' bits);
-  // assignment_.compression keeps the job's, which the peers' frames arrive in.
-  DataParallelSettings data_parallel_settings_;
+  std::unique_ptr<StageParts> parts_;  // first: the parts below borrow from it
+  std::unique_ptr<StepLedger> ledger_;
+  std::unique_ptr<PipelineExecutor> pipeline_;
+  std::unique_ptr<GradientSync> gradient_sync_;
+  std::unique_ptr<CodecChangeQueue> codec_changes_;
+  std::unique_ptr<StageCheckpointer> checkpointer_;  // null without training.checkpoint_dir
   int64_t step_ = 0;
   std::optional<ClassificationMetrics> last_eval_metrics_;
 };
