@@ -25,6 +25,13 @@ const char* TrafficKindName(v1::TrafficKind kind) {
 
 std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
 
+// The line above a list from a coordinator whose state store failed: what it shows may include a
+// change that was refused, and it accepts none until it is restarted.
+std::string StoreFailureLine(const std::string& failure) {
+  if (failure.empty()) return "";
+  return "coordinator: state store failed: " + failure + "; no changes accepted\n";
+}
+
 // One-way latency as a WAN operator reads it: "12ms", "3.5ms", "0.2ms", "1.2s".
 std::string FormatLatency(double seconds) {
   if (seconds >= 1) return FormatNumber("%.1fs", seconds);
@@ -146,7 +153,7 @@ std::string FormatJobList(const v1::ListJobsResponse& jobs, int64_t now_unix_ms)
                   job.progress().step() > 0 ? FormatNumber("%.3f", job.progress().loss()) : "-",
                   FormatAge(job.submitted_unix_ms(), now_unix_ms)});
   }
-  return table.Render();
+  return StoreFailureLine(jobs.state_store_failure()) + table.Render();
 }
 
 std::string FormatWorkerList(const v1::ListWorkersResponse& workers, int64_t now_unix_ms) {
@@ -169,7 +176,7 @@ std::string FormatWorkerList(const v1::ListWorkersResponse& workers, int64_t now
                       : "-",
                   caps.cpu_count() > 0 ? std::to_string(caps.cpu_count()) : "-", task, heartbeat});
   }
-  return table.Render();
+  return StoreFailureLine(workers.state_store_failure()) + table.Render();
 }
 
 std::string FormatLinkMatrix(const v1::LinkMatrix& links) {

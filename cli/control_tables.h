@@ -12,7 +12,8 @@ namespace geotrain::cli {
 // `geotrain status`: one "key  value" line per figure, the bytes per direction as a small table,
 // then the placements.
 std::string FormatJobStatus(const v1::Job& job);
-// `geotrain jobs`: ID NAME STATE STEP LOSS AGE; ages relative to `now_unix_ms`.
+// `geotrain jobs`: ID NAME STATE STEP LOSS AGE; ages relative to `now_unix_ms`. Both lists start
+// with "coordinator: state store failed: REASON; no changes accepted" when the response says so.
 std::string FormatJobList(const v1::ListJobsResponse& jobs, int64_t now_unix_ms);
 // `geotrain workers`: ID STATE REGION ADDRESS DEVICE MEMORY CPUS TASK HEARTBEAT.
 std::string FormatWorkerList(const v1::ListWorkersResponse& workers, int64_t now_unix_ms);

@@ -1,6 +1,7 @@
 // CoordinatorCore: construction and loading, shared helpers, the CLI's queries, Tick.
 // Workers and sessions are in worker_sessions.cc, the job lifecycle (placement, task status,
-// recovery, steps, logs) in job_lifecycle.cc.
+// recovery, steps, logs) in job_lifecycle.cc, the links in link_measurements.cc, the writes to
+// the StateStore and the error state a failed one leaves in state_writes.cc.
 #include "coordinator/coordinator_core.h"
 
 #include <spdlog/spdlog.h>
@@ -123,8 +124,8 @@ Status CoordinatorCore::LoadLocked(StoredState state) {
       // Stored before jobs had keys (or the key was damaged): a new key is as good, since every
       // placement sends it to all of its ranks anew.
       GEOTRAIN_ASSIGN_OR_RETURN(entry->frame_key, NewFrameKey());
-      GEOTRAIN_RETURN_IF_ERROR(store_->PutFrameKey(id, entry->frame_key)
-                                   .WithContext("storing the new frame key of " + id));
+      GEOTRAIN_RETURN_IF_ERROR(Write("storing the new frame key of " + id,
+                                     [&] { return store_->PutFrameKey(id, entry->frame_key); }));
       spdlog::info("{}: stored without a data-plane frame key; generated one", id);
     }
     entry->progress_persisted_ms = now;
@@ -189,6 +190,8 @@ Status CoordinatorCore::LoadLocked(StoredState state) {
   }
   links_.Restore(state.links);
   links_persisted_ms_ = now;
+  // A core that could not record its own start would refuse every call: better not to start.
+  GEOTRAIN_RETURN_IF_ERROR(store_failure_);
   spdlog::info("loaded {} workers, {} jobs and {} link estimates from the state store",
                workers_.size(), jobs_.size(), links_.size());
   return OkStatus();
@@ -236,35 +239,17 @@ uint64_t CoordinatorCore::WaitForChange(uint64_t seen, std::chrono::milliseconds
   return version_;
 }
 
-void CoordinatorCore::PersistJob(JobEntry& entry, std::vector<v1::JobEvent> events) {
-  Status status = store_->PutJob(entry.job, events);
-  if (!status.ok()) {
-    // The in-memory state stays authoritative; the next write of this job retries.
-    spdlog::error("{}: cannot write the job to the state store: {}", entry.job.id(),
-                  status.ToString());
-    return;
-  }
-  entry.progress_dirty = false;
-  entry.progress_persisted_ms = clock_->NowUnixMs();
-}
-
-void CoordinatorCore::PersistWorker(const WorkerEntry& worker) {
-  Status status = store_->PutWorker(worker.record);
-  if (!status.ok()) {
-    spdlog::error("worker {}: cannot write it to the state store: {}", worker.record.id(),
-                  status.ToString());
-  }
-}
-
-void CoordinatorCore::AppendEvent(JobEntry& entry, const std::string& text) {
+bool CoordinatorCore::AppendEvent(JobEntry& entry, const std::string& text) {
   v1::JobEvent event;
   event.set_job_id(entry.job.id());
-  event.set_sequence(++entry.last_event_sequence);
+  event.set_sequence(entry.last_event_sequence + 1);
   event.set_unix_ms(clock_->NowUnixMs());
   event.set_state(entry.job.state());
   event.set_text(text);
-  PersistJob(entry, {std::move(event)});
+  if (!PersistJob(entry, {std::move(event)})) return false;
+  ++entry.last_event_sequence;
   BumpVersion();
+  return true;
 }
 
 bool CoordinatorCore::Transition(JobEntry& entry, v1::JobState to, const std::string& why) {
@@ -276,6 +261,7 @@ bool CoordinatorCore::Transition(JobEntry& entry, v1::JobState to, const std::st
     return false;
   }
   const int64_t now = clock_->NowUnixMs();
+  const v1::Job before = job;
   job.set_state(to);
   const bool explains = to == v1::JOB_STATE_FAILED || to == v1::JOB_STATE_CANCELLED ||
                         to == v1::JOB_STATE_RECOVERING;
@@ -283,8 +269,13 @@ bool CoordinatorCore::Transition(JobEntry& entry, v1::JobState to, const std::st
   job.clear_waiting_for();  // the next placement attempt says it again
   if (to == v1::JOB_STATE_RUNNING && job.started_unix_ms() == 0) job.set_started_unix_ms(now);
   if (IsTerminalJobState(to)) job.set_finished_unix_ms(now);
+  if (!AppendEvent(entry, why)) {
+    // Not on record, so not done: the job stays as it was, and the call that asked for the
+    // transition answers UNAVAILABLE (state_writes.cc).
+    job = before;
+    return false;
+  }
   spdlog::info("{}: {} -> {}: {}", job.id(), JobStateName(from), JobStateName(to), why);
-  AppendEvent(entry, why);
   return true;
 }
 
@@ -368,14 +359,18 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
   const StepFigures figures = StepFiguresOf(*spec);
 
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down()) return Unavailable("the coordinator is shutting down");
-  GEOTRAIN_ASSIGN_OR_RETURN(uint64_t number, store_->NextJobNumber());
+  GEOTRAIN_RETURN_IF_ERROR(AcceptingChanges());
+  uint64_t number = 0;
+  GEOTRAIN_RETURN_IF_ERROR(Write("taking the next job number", [&]() -> Status {
+    GEOTRAIN_ASSIGN_OR_RETURN(number, store_->NextJobNumber());
+    return OkStatus();
+  }));
   v1::Job job;
   job.set_id("job-" + std::to_string(number));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string frame_key, NewFrameKey());
   // Stored before the job: a job on record always has its key.
-  Status key_stored = store_->PutFrameKey(job.id(), frame_key);
-  if (!key_stored.ok()) return key_stored.WithContext("storing the new job's frame key");
+  GEOTRAIN_RETURN_IF_ERROR(Write("storing the frame key of the new " + job.id(),
+                                 [&] { return store_->PutFrameKey(job.id(), frame_key); }));
   job.set_name(spec->name);
   job.set_state(v1::JOB_STATE_QUEUED);
   job.set_spec_yaml(runtime::JobSpecToYaml(*spec));
@@ -398,8 +393,8 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
   event.set_text("submitted" + (request.source().empty() ? "" : " from " + request.source()) +
                  ": " + std::to_string(spec->num_stages) + " stages x " +
                  std::to_string(spec->dp_size) + " replicas");
-  Status status = store_->PutJob(job, {event});
-  if (!status.ok()) return status.WithContext("storing the new job");
+  GEOTRAIN_RETURN_IF_ERROR(
+      Write("storing the new " + job.id(), [&] { return store_->PutJob(job, {event}); }));
   entry->progress_persisted_ms = job.submitted_unix_ms();
   spdlog::info("{} submitted: '{}', {} stages x {} replicas", job.id(), job.name(),
                job.num_stages(), job.replicas());
@@ -470,6 +465,7 @@ JobWindow CoordinatorCore::ListJobWindow(size_t finished_limit) const {
 StatusOr<v1::Job> CoordinatorCore::CancelJob(const std::string& job_id) {
   if (job_id.empty()) return InvalidArgument("job_id: empty");
   std::lock_guard<std::mutex> lock(mu_);
+  GEOTRAIN_RETURN_IF_ERROR(store_failure_);
   JobEntry* entry = FindJob(job_id);
   if (entry == nullptr) return NotFound("job_id: no job '" + job_id + "'");
   if (IsTerminalJobState(entry->job.state())) {
@@ -478,6 +474,7 @@ StatusOr<v1::Job> CoordinatorCore::CancelJob(const std::string& job_id) {
                               "cancelled");
   }
   FinishJob(*entry, v1::JOB_STATE_CANCELLED, "cancelled on request");
+  GEOTRAIN_RETURN_IF_ERROR(store_failure_);
   return entry->job;
 }
 
@@ -495,104 +492,19 @@ std::vector<v1::Worker> CoordinatorCore::ListWorkers(bool include_dead) const {
   return workers;
 }
 
-v1::LinkMatrix CoordinatorCore::GetLinks() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<v1::Worker> live;
-  for (const auto& [id, worker] : workers_) {
-    if (worker->record.state() != v1::WORKER_STATE_DEAD) live.push_back(worker->record);
-  }
-  std::sort(live.begin(), live.end(), [](const v1::Worker& a, const v1::Worker& b) {
-    return WorkerIdLess(a.id(), b.id());
-  });
-  return links_.Matrix(live);
-}
-
-std::vector<LinkFigures> CoordinatorCore::ListLinkFigures() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return links_.Export();
-}
-
-// --- Links -------------------------------------------------------------------------------------
-
-void CoordinatorCore::AddPassiveSamples(const JobEntry& entry, const std::string& worker_id,
-                                        const v1::StepReport& report) {
-  if (report.traffic_size() == 0) return;
-  const int64_t now = clock_->NowUnixMs();
-  for (const PassiveLinkSample& sample :
-       PassiveLinkSamples(report, worker_id, entry.job.placements())) {
-    links_.AddPassive(sample, now);
-  }
-}
-
-void CoordinatorCore::ApplyProbeResults(WorkerEntry& worker, const v1::ProbeResults& results) {
-  const std::string& src = worker.record.id();
-  const int64_t now = clock_->NowUnixMs();
-  probe_scheduler_.ResultsReceived(src);
-  for (const v1::ProbeResult& result : results.results()) {
-    if (result.dst_worker_id().empty() || result.dst_worker_id() == src ||
-        FindWorker(result.dst_worker_id()) == nullptr) {
-      spdlog::warn("worker {}: probe result for unknown worker '{}'; ignored", src,
-                   result.dst_worker_id());
-      continue;
-    }
-    if (!result.error().empty()) {
-      spdlog::warn("probe {} -> {} failed: {}", src, result.dst_worker_id(), result.error());
-    } else {
-      spdlog::debug("probe {} -> {}: {:.0f} B/s, latency {:.6f} s ({} bytes in {:.3f} s)", src,
-                    result.dst_worker_id(), result.throughput_bytes_per_second(),
-                    result.latency_seconds(), result.bytes(), result.seconds());
-    }
-    links_.AddProbe(src, result, now);
-  }
-  // The worker is free again: its next due order goes out now rather than at the next tick.
-  SendDueProbes();
-}
-
-void CoordinatorCore::SendDueProbes() {
-  std::vector<ProbePeer> peers;
-  for (const auto& [id, worker] : workers_) {
-    const v1::WorkerCapabilities& caps = worker->record.capabilities();
-    if (worker->session == nullptr || caps.probe_port() == 0 || caps.advertise_address().empty()) {
-      continue;
-    }
-    peers.push_back({id, caps.advertise_address(), caps.probe_port()});
-  }
-  std::sort(peers.begin(), peers.end(), [](const ProbePeer& a, const ProbePeer& b) {
-    return WorkerIdLess(a.worker_id, b.worker_id);
-  });
-  for (auto& [worker_id, order] : probe_scheduler_.Due(peers, clock_->NowUnixMs())) {
-    WorkerEntry* worker = FindWorker(worker_id);
-    v1::CoordinatorMessage message;
-    *message.mutable_probe() = std::move(order);
-    spdlog::debug("worker {}: probe order for {} links", worker_id,
-                  message.probe().targets_size());
-    worker->session->Send(message);
-  }
-}
-
-void CoordinatorCore::PersistLinks() {
-  LinkTable::Changes changes = links_.TakeChanges();
-  links_persisted_ms_ = clock_->NowUnixMs();
-  if (changes.empty()) return;
-  Status status = store_->PutLinks(changes.links, changes.forgotten_workers);
-  if (!status.ok()) {
-    // Estimates are cheap to lose: these links are written again with their next sample.
-    spdlog::error("cannot write {} link estimates to the state store: {}", changes.links.size(),
-                  status.ToString());
-  }
-}
-
 // --- Time-driven work --------------------------------------------------------------------------
 
 void CoordinatorCore::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down()) return;
+  // After a failed write nothing is decided any more: each decision would need a write.
+  if (shutting_down() || store_failed()) return;
   const int64_t now = clock_->NowUnixMs();
 
   for (auto& [id, worker] : workers_) {
     if (worker->record.state() == v1::WORKER_STATE_DEAD) continue;
     if (now - worker->last_seen_ms > static_cast<int64_t>(options_.heartbeat_timeout_ms)) {
       DeclareDead(*worker);
+      if (store_failed()) return;
     }
   }
 
@@ -602,6 +514,7 @@ void CoordinatorCore::Tick() {
     const bool all_ended = std::all_of(entry.ranks.begin(), entry.ranks.end(),
                                        [](const RankTask& rank) { return rank.Ended(); });
     if (all_ended || now >= entry.stop_deadline_ms) FinishStops(entry, !all_ended);
+    if (store_failed()) return;
   }
 
   // FIFO: the oldest waiting job goes first and nothing overtakes it, so a large job is never
@@ -623,6 +536,7 @@ void CoordinatorCore::Tick() {
       SetWaitingFor(entry, blocking + ", submitted earlier (jobs are placed in order)");
     } else if (unplaced) {
       if (!TryPlace(entry, &idle)) blocking = id;
+      if (store_failed()) return;
     } else if (state == v1::JOB_STATE_RECOVERING && blocking.empty()) {
       blocking = id;
     }
@@ -631,7 +545,7 @@ void CoordinatorCore::Tick() {
   for (auto& [id, entry] : jobs_) {
     if (entry->progress_dirty &&
         now - entry->progress_persisted_ms >= options_.progress_persist_interval_ms) {
-      PersistJob(*entry, {});
+      if (!PersistJob(*entry, {})) return;
     }
   }
 

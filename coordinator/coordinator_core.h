@@ -9,6 +9,14 @@
 // through the StateStore before the call returns (progress at most every
 // progress_persist_interval_ms per job, links at most every link_persist_interval_ms).
 //
+// Failure policy (docs/architecture.md): a StateStore write that fails puts the core into a
+// lasting error state (StateStoreFailure; state_writes.cc). A call is acknowledged only after its
+// writes succeeded: the call whose write failed, and from then on every call that would change
+// state (Register, OpenSession, worker messages other than heartbeats, SubmitJob, CancelJob),
+// answers UNAVAILABLE naming the failed write; nothing more is written and Tick decides nothing;
+// the queries keep answering. Only a restart clears it, so the database holds exactly what was
+// acknowledged.
+//
 // Threading: every public method may be called from any thread; one mutex guards all state.
 // Messages to workers go through SessionSink::Send, which only queues, so no call blocks on the
 // network while holding the mutex. Tick() is the time-driven part (deaths, stop timeouts,
@@ -106,6 +114,9 @@ class CoordinatorCore {
   std::vector<v1::Job> ListJobs(bool include_finished) const;
   StatusOr<v1::Job> CancelJob(const std::string& job_id);
   std::vector<v1::Worker> ListWorkers(bool include_dead) const;
+  // Empty while every StateStore write succeeded; else what failed and why ("writing job-3:
+  // ...: database or disk is full"), kept until the coordinator is restarted.
+  std::string StateStoreFailure() const;
   // Every directed pair of non-dead workers with the link table's estimates (zeros where a link
   // was never measured).
   v1::LinkMatrix GetLinks() const;
@@ -191,9 +202,20 @@ class CoordinatorCore {
   void BumpVersion();
   // Sets Job.waiting_for, waking the watchers (`geotrain submit --wait`) when it changed.
   void SetWaitingFor(JobEntry& entry, const std::string& text);
-  void PersistJob(JobEntry& entry, std::vector<v1::JobEvent> events);
-  void PersistWorker(const WorkerEntry& worker);
-  void AppendEvent(JobEntry& entry, const std::string& text);
+
+  // state_writes.cc. Every StateStore write goes through Write: after the first that fails
+  // nothing is written any more and Write answers store_failure_ at once.
+  Status Write(const std::string& what, const std::function<Status()>& write);
+  bool store_failed() const { return !store_failure_.ok(); }
+  // OK, or why no change is accepted: the coordinator is shutting down or its store failed.
+  Status AcceptingChanges() const;
+  // Each returns whether its write happened (false: the core is in its error state now).
+  bool PersistJob(JobEntry& entry, std::vector<v1::JobEvent> events);
+  bool PersistWorker(const WorkerEntry& worker);
+  bool PersistLinks();
+
+  // Both return false, and leave the job record as it was, when the event was not written.
+  bool AppendEvent(JobEntry& entry, const std::string& text);
   bool Transition(JobEntry& entry, v1::JobState to, const std::string& why);
   void RefreshWorkerState(WorkerEntry& worker);
   void SendStop(const std::string& worker_id, const std::string& job_id, uint32_t generation,
@@ -211,7 +233,8 @@ class CoordinatorCore {
   void SendCodecChanges(JobEntry& entry, const std::vector<RankChange>& changes);
   void CheckStarted(JobEntry& entry);
   void StartRecovery(JobEntry& entry, const std::string& why);
-  void FinishJob(JobEntry& entry, v1::JobState to, const std::string& why);
+  // False when the transition did not happen (nothing was sent then).
+  bool FinishJob(JobEntry& entry, v1::JobState to, const std::string& why);
   void FinishStops(JobEntry& entry, bool timed_out);
   void RankLost(JobEntry& entry, size_t rank, const std::string& why);
   void DeclareDead(WorkerEntry& worker);
@@ -223,14 +246,14 @@ class CoordinatorCore {
   void ApplyLogLines(WorkerEntry& worker, const v1::LogLines& lines);
   void ApplyProbeResults(WorkerEntry& worker, const v1::ProbeResults& results);
 
-  // Links (under mu_). The planner and the adaptive controller read the table through links().
+  // Links (link_measurements.cc, under mu_). The planner and the adaptive controller read the
+  // table through links().
   const LinkTable& links() const { return links_; }
   // Feeds the traffic of an accepted step report of `entry`'s current generation.
   void AddPassiveSamples(const JobEntry& entry, const std::string& worker_id,
                          const v1::StepReport& report);
   // Orders the probes ProbeScheduler finds due among the connected workers with a probe server.
   void SendDueProbes();
-  void PersistLinks();
 
   const CoordinatorOptions options_;
   StateStore* const store_;
@@ -246,6 +269,10 @@ class CoordinatorCore {
   LinkTable links_;
   ProbeScheduler probe_scheduler_;
   int64_t links_persisted_ms_ = 0;
+  // OK until a StateStore write fails; then the UNAVAILABLE that every refused call answers, and
+  // the failed write with its error (StateStoreFailure). Never cleared.
+  Status store_failure_;
+  std::string store_failure_reason_;
 
   // Watchers wait here without holding mu_ (lock order: mu_, then watch_mu_).
   mutable std::mutex watch_mu_;

@@ -243,6 +243,15 @@ std::vector<MetricFamily> LinkMetricFamilies(const std::vector<v1::Worker>& work
   return families;
 }
 
+MetricFamily StateStoreFailedFamily(bool failed) {
+  MetricFamily family = Family("geotrain_coordinator_state_store_failed",
+                               "1 once a state store write failed: no changes are accepted until "
+                               "the coordinator is restarted",
+                               MetricType::Gauge);
+  Add(family, {}, failed ? 1 : 0);
+  return family;
+}
+
 std::vector<MetricFamily> CoordinatorMetrics::Collect() const {
   const std::vector<v1::Worker> workers = core_->ListWorkers(/*include_dead=*/true);
   std::vector<MetricFamily> families =
@@ -251,6 +260,10 @@ std::vector<MetricFamily> CoordinatorMetrics::Collect() const {
     families.push_back(std::move(family));
   }
   return families;
+}
+
+std::vector<MetricFamily> StateStoreMetrics::Collect() const {
+  return {StateStoreFailedFamily(!core_->StateStoreFailure().empty())};
 }
 
 }  // namespace geotrain::coordinator

@@ -5,7 +5,8 @@
 // CoordinatorMetricFamilies and LinkMetricFamilies are the pure translations (records in, metric
 // families out); CoordinatorMetrics is the prometheus::Collectable a MetricsEndpoint serves,
 // which feeds them the core's workers, job window and link figures on every Collect. Collect may run on the endpoint's thread
-// concurrently with anything else: it only calls the core's locking queries.
+// concurrently with anything else: it only calls the core's locking queries. StateStoreMetrics,
+// served beside it, is the coordinator's health: whether its state store failed.
 #pragma once
 
 #include <prometheus/collectable.h>
@@ -33,11 +34,28 @@ std::vector<prometheus::MetricFamily> CoordinatorMetricFamilies(
 std::vector<prometheus::MetricFamily> LinkMetricFamilies(const std::vector<v1::Worker>& workers,
                                                          const std::vector<LinkFigures>& links);
 
+// geotrain_coordinator_state_store_failed: 1 once a StateStore write failed (the coordinator then
+// accepts no changes until it is restarted: docs/architecture.md, "Failure policy"), else 0.
+prometheus::MetricFamily StateStoreFailedFamily(bool failed);
+
 class CoordinatorMetrics final : public prometheus::Collectable {
  public:
   // `core` is not owned and must outlive every Collect call: unregister (destroy the endpoint)
   // before the core goes.
   explicit CoordinatorMetrics(const CoordinatorCore* core) : core_(core) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const CoordinatorCore* const core_;
+};
+
+// The state store's health, a collectable of its own: one gauge that is always there (0 or 1), so
+// an alert can fire on it, and one lock of the core per scrape instead of copies of its records.
+class StateStoreMetrics final : public prometheus::Collectable {
+ public:
+  // As CoordinatorMetrics: `core` must outlive every Collect call.
+  explicit StateStoreMetrics(const CoordinatorCore* core) : core_(core) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 

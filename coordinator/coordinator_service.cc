@@ -93,6 +93,7 @@ grpc::Status CoordinatorService::ListJobs(grpc::ServerContext*,
   for (v1::Job& job : core_->ListJobs(request->include_finished())) {
     *response->add_jobs() = std::move(job);
   }
+  response->set_state_store_failure(core_->StateStoreFailure());
   return grpc::Status::OK;
 }
 
@@ -108,6 +109,7 @@ grpc::Status CoordinatorService::ListWorkers(grpc::ServerContext*,
   for (v1::Worker& worker : core_->ListWorkers(request->include_dead())) {
     *response->add_workers() = std::move(worker);
   }
+  response->set_state_store_failure(core_->StateStoreFailure());
   return grpc::Status::OK;
 }
 

@@ -48,6 +48,7 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
                              }),
               idle->end());
 
+  const v1::Job before = job;
   const uint32_t generation = job.generation() + 1;
   const bool resume = generation > 1;
   job.set_generation(generation);
@@ -75,7 +76,12 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
     why += "; resuming from the newest complete checkpoint (step " +
            std::to_string(job.progress().checkpoint_step()) + ")";
   }
-  if (!Transition(entry, v1::JOB_STATE_PLACING, why)) return false;
+  if (!Transition(entry, v1::JOB_STATE_PLACING, why)) {
+    // Not on record: no worker hears of this generation, and the job waits as it was.
+    job = before;
+    entry.ranks.clear();
+    return false;
+  }
 
   for (size_t r = 0; r < placements->size(); ++r) {
     const v1::Placement& p = (*placements)[r];
@@ -118,11 +124,15 @@ void CoordinatorCore::CheckStarted(JobEntry& entry) {
 void CoordinatorCore::StartRecovery(JobEntry& entry, const std::string& why) {
   v1::Job& job = entry.job;
   if (job.state() != v1::JOB_STATE_PLACING && job.state() != v1::JOB_STATE_RUNNING) return;
+  // Restored when the transition is not on record: the restart and the rollback never happened.
+  const v1::Job before = job;
   job.set_restarts(job.restarts() + 1);
   if (job.restarts() > job.max_restarts()) {
-    FinishJob(entry, v1::JOB_STATE_FAILED,
-              why + "; giving up: " + std::to_string(job.max_restarts()) +
-                  " restarts allowed (training.max_restarts) and all were used");
+    if (!FinishJob(entry, v1::JOB_STATE_FAILED,
+                   why + "; giving up: " + std::to_string(job.max_restarts()) +
+                       " restarts allowed (training.max_restarts) and all were used")) {
+      job = before;
+    }
     return;
   }
   const int64_t lost = StepAggregator::RollBackToCheckpoint(job.mutable_progress());
@@ -134,6 +144,7 @@ void CoordinatorCore::StartRecovery(JobEntry& entry, const std::string& why) {
                       std::to_string(job.max_restarts()) + "; " + std::to_string(lost) +
                       " steps since the checkpoint of step " +
                       std::to_string(job.progress().checkpoint_step()) + " are redone)")) {
+    job = before;
     return;
   }
   for (const RankTask& rank : entry.ranks) {
@@ -144,9 +155,9 @@ void CoordinatorCore::StartRecovery(JobEntry& entry, const std::string& why) {
   Wake();
 }
 
-void CoordinatorCore::FinishJob(JobEntry& entry, v1::JobState to, const std::string& why) {
+bool CoordinatorCore::FinishJob(JobEntry& entry, v1::JobState to, const std::string& why) {
   v1::Job& job = entry.job;
-  if (!Transition(entry, to, why)) return;
+  if (!Transition(entry, to, why)) return false;
   const std::string reason = job.id() + " " + JobStateName(to) + ": " + why;
   for (const RankTask& rank : entry.ranks) {
     if (!rank.Ended()) {
@@ -161,6 +172,7 @@ void CoordinatorCore::FinishJob(JobEntry& entry, v1::JobState to, const std::str
   entry.steps.StartGeneration(job.generation());
   if (scopes_ != nullptr) scopes_->DropJob(job.id());
   Wake();
+  return true;
 }
 
 void CoordinatorCore::FinishStops(JobEntry& entry, bool timed_out) {
@@ -325,10 +337,10 @@ void CoordinatorCore::ApplyStepReports(WorkerEntry& worker, const v1::StepReport
     std::optional<v1::JobStep> step =
         entry->steps.Add(report, now, entry->job.mutable_progress());
     if (step) {
-      Status status = store_->PutStep(entry->job.id(), *step);
-      if (!status.ok()) {
-        spdlog::error("{}: cannot write step {} to the state store: {}", entry->job.id(),
-                      step->step(), status.ToString());
+      if (!Write("writing step " + std::to_string(step->step()) + " of " + entry->job.id(),
+                 [&] { return store_->PutStep(entry->job.id(), *step); })
+               .ok()) {
+        return;
       }
       entry->progress_dirty = true;
       BumpVersion();
@@ -365,10 +377,10 @@ void CoordinatorCore::ApplyLogLines(WorkerEntry& worker, const v1::LogLines& lin
     by_job[line.job_id()].push_back(std::move(sequenced));
   }
   for (const auto& [job_id, batch] : by_job) {
-    Status status = store_->AppendLogLines(job_id, batch);
-    if (!status.ok()) {
-      spdlog::error("{}: cannot write {} log lines to the state store: {}", job_id, batch.size(),
-                    status.ToString());
+    if (!Write("appending " + std::to_string(batch.size()) + " log lines of " + job_id,
+               [&] { return store_->AppendLogLines(job_id, batch); })
+             .ok()) {
+      return;
     }
   }
   if (!by_job.empty()) BumpVersion();

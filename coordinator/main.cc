@@ -193,10 +193,15 @@ int main(int argc, char** argv) {
     }
     metrics = std::move(*endpoint);
   }
-  // Owned here, registered weakly: it lives exactly as long as main's scope.
+  // Owned here, registered weakly: they live exactly as long as main's scope.
   const auto collectable =
       std::make_shared<geotrain::coordinator::CoordinatorMetrics>(&(*server)->core());
-  if (metrics != nullptr) metrics->Register(collectable);
+  const auto store_health =
+      std::make_shared<geotrain::coordinator::StateStoreMetrics>(&(*server)->core());
+  if (metrics != nullptr) {
+    metrics->Register(collectable);
+    metrics->Register(store_health);
+  }
 
   spdlog::info("listening on {} (state in {})", (*server)->address(), options.state_dir);
   if (security.tls_cert_file.empty()) {
@@ -223,7 +228,14 @@ int main(int argc, char** argv) {
   spdlog::info("received {}; shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
   // The metrics page reads the core: stop serving it before the core goes.
   metrics.reset();
+  const std::string store_failure = (*server)->core().StateStoreFailure();
   (*server)->Shutdown();
-  spdlog::info("state written; bye");
+  if (store_failure.empty()) {
+    spdlog::info("state written; bye");
+  } else {
+    spdlog::warn("the state store had failed ({}): what was acknowledged before is written, "
+                 "nothing after it; bye",
+                 store_failure);
+  }
   return 0;
 }

@@ -3,7 +3,9 @@
 // acknowledged.
 //
 // Records are the proto messages themselves (serialised), next to the columns that are queried.
-// Every method is one transaction: it happened completely or not at all.
+// Every method is one transaction: it happened completely or not at all. An error from a write
+// means it did not happen; the core then acknowledges nothing more and writes nothing more until
+// it is restarted (coordinator_core.h, "Failure policy"), which is what keeps that promise.
 //
 // Thread-safe: the core writes under its own mutex while RPC threads read events, log lines and
 // steps directly.

@@ -53,6 +53,21 @@ Status CheckCapabilities(const v1::WorkerCapabilities& caps) {
   return OkStatus();
 }
 
+// What a worker tells beyond being alive. Once the store failed these are refused (the session
+// ends with UNAVAILABLE, and the worker keeps it in its outbox or its next hello); a heartbeat
+// changes nothing that is written, so it keeps an idle worker's session open.
+bool ChangesState(const v1::WorkerMessage& message) {
+  switch (message.body_case()) {
+    case v1::WorkerMessage::kTask:
+    case v1::WorkerMessage::kSteps:
+    case v1::WorkerMessage::kLogs:
+    case v1::WorkerMessage::kProbes:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterRequest& request) {
@@ -71,18 +86,26 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
                            " is not a TCP port");
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down()) return Unavailable("the coordinator is shutting down");
+  GEOTRAIN_RETURN_IF_ERROR(AcceptingChanges());
   const int64_t now = clock_->NowUnixMs();
   WorkerEntry* worker = request.worker_id().empty() ? nullptr : FindWorker(request.worker_id());
   if (worker != nullptr) {
+    const v1::Worker before = worker->record;
     *worker->record.mutable_capabilities() = caps;
     worker->last_seen_ms = now;
     worker->record.set_last_heartbeat_unix_ms(now);
-    PersistWorker(*worker);
+    if (!PersistWorker(*worker)) {
+      worker->record = before;
+      return store_failure_;
+    }
     spdlog::info("worker {} registered again (host {}, region '{}', {})", worker->record.id(),
                  caps.host(), caps.region(), caps.device_kind());
   } else {
-    GEOTRAIN_ASSIGN_OR_RETURN(uint64_t number, store_->NextWorkerNumber());
+    uint64_t number = 0;
+    GEOTRAIN_RETURN_IF_ERROR(Write("taking the next worker number", [&]() -> Status {
+      GEOTRAIN_ASSIGN_OR_RETURN(number, store_->NextWorkerNumber());
+      return OkStatus();
+    }));
     auto entry = std::make_unique<WorkerEntry>();
     v1::Worker& record = entry->record;
     record.set_id("w-" + std::to_string(number));
@@ -92,8 +115,8 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
     record.set_registered_unix_ms(now);
     record.set_last_heartbeat_unix_ms(now);
     entry->last_seen_ms = now;
-    Status status = store_->PutWorker(record);
-    if (!status.ok()) return status.WithContext("registering a worker");
+    GEOTRAIN_RETURN_IF_ERROR(Write("registering worker " + record.id(),
+                                   [&] { return store_->PutWorker(record); }));
     if (!request.worker_id().empty()) {
       spdlog::warn("a worker presented the unknown id '{}' (state of another coordinator?); "
                    "it gets the new id {}",
@@ -117,7 +140,7 @@ StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
     return InvalidArgument("hello.worker_id: empty (call Register first and present its id)");
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down()) return Unavailable("the coordinator is shutting down");
+  GEOTRAIN_RETURN_IF_ERROR(AcceptingChanges());
   WorkerEntry* worker = FindWorker(hello.worker_id());
   if (worker == nullptr) {
     return NotFound("hello.worker_id: worker '" + hello.worker_id() +
@@ -164,6 +187,14 @@ StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
     }
   }
   RefreshWorkerState(*worker);
+  if (store_failed()) {
+    // Not acknowledged, so not attached: the worker keeps its tasks and says hello again to the
+    // restarted coordinator.
+    worker->session.reset();
+    worker->session_id = 0;
+    RefreshWorkerState(*worker);
+    return store_failure_;
+  }
   spdlog::info("worker {} connected (session {}, {} tasks listed{})", worker->record.id(),
                worker->session_id, hello.tasks_size(), was_dead ? ", was dead" : "");
   // Its links are measured at once, both ways (its own order, and the other probers' next).
@@ -183,6 +214,7 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
                               " is no longer current (replaced by a newer session, or the "
                               "worker was declared dead); open a new session");
   }
+  if (ChangesState(message)) GEOTRAIN_RETURN_IF_ERROR(store_failure_);
   const int64_t now = clock_->NowUnixMs();
   worker->last_seen_ms = now;
   worker->record.set_last_heartbeat_unix_ms(now);
@@ -225,7 +257,8 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
       spdlog::debug("worker {}: message of an unknown kind; ignored", worker_id);
       break;
   }
-  return OkStatus();
+  // A write of this message failed: what it told is not on record, so it is not acknowledged.
+  return store_failure_;
 }
 
 // A protocol violation ends the session with INVALID_ARGUMENT (the worker reconnects). Reports of
@@ -281,7 +314,7 @@ void CoordinatorCore::DeclareDead(WorkerEntry& worker) {
   worker.open_tasks.clear();
   worker.record.set_state(v1::WORKER_STATE_DEAD);
   RefreshWorkerState(worker);
-  PersistWorker(worker);
+  if (!PersistWorker(worker)) return;
   for (const std::string& job_id : job_order_) {
     JobEntry& entry = *jobs_[job_id];
     if (!HoldsPlacement(entry.job.state())) continue;

@@ -103,6 +103,25 @@ TEST(ControlTablesTest, WorkerList) {
             "w-2  dead   -         -         -       -        -     -           -\n");
 }
 
+TEST(ControlTablesTest, ListsFromACoordinatorWhoseStoreFailedSaySoFirst) {
+  const std::string failure = "writing job-3: /var/lib/geotrain/coordinator.db: disk is full";
+  const std::string line =
+      "coordinator: state store failed: " + failure + "; no changes accepted\n";
+  v1::ListJobsResponse jobs;
+  *jobs.add_jobs() = SampleJob();
+  v1::ListWorkersResponse workers;
+  workers.add_workers()->set_id("w-1");
+  const std::string jobs_table = FormatJobList(jobs, kNowMs);
+  const std::string workers_table = FormatWorkerList(workers, kNowMs);
+  EXPECT_EQ(jobs_table.find("coordinator:"), std::string::npos) << jobs_table;
+  EXPECT_EQ(workers_table.find("coordinator:"), std::string::npos) << workers_table;
+
+  jobs.set_state_store_failure(failure);
+  workers.set_state_store_failure(failure);
+  EXPECT_EQ(FormatJobList(jobs, kNowMs), line + jobs_table);
+  EXPECT_EQ(FormatWorkerList(workers, kNowMs), line + workers_table);
+}
+
 TEST(ControlTablesTest, JobStatusShowsAClassifiersScores) {
   v1::Job job = SampleJob();
   EXPECT_EQ(FormatJobStatus(job).find("eval scores"), std::string::npos);

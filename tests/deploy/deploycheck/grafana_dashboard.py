@@ -20,6 +20,9 @@ NOT_ON_DASHBOARD = {
                           "the worker's series carries no job label",
     "geotrain_eval_score": "the coordinator's geotrain_job_eval_score is the same figure per "
                            "job; the worker's series carries no job label",
+    "geotrain_coordinator_state_store_failed": "a 0/1 condition that needs an operator, not a "
+                                               "curve: the alert GeotrainStateStoreFailed pages "
+                                               "on it",
 }
 PANEL_TYPES = {"timeseries", "stat", "bargauge", "gauge", "table", "heatmap", "xychart",
                "state-timeline", "status-history", "barchart", "piechart", "row"}
