@@ -214,7 +214,8 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
                               " is no longer current (replaced by a newer session, or the "
                               "worker was declared dead); open a new session");
   }
-  if (ChangesState(message)) GEOTRAIN_RETURN_IF_ERROR(store_failure_);
+  const bool store_failed_before = store_failed();
+  if (store_failed_before && ChangesState(message)) return store_failure_;
   const int64_t now = clock_->NowUnixMs();
   worker->last_seen_ms = now;
   worker->record.set_last_heartbeat_unix_ms(now);
@@ -258,7 +259,8 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
       break;
   }
   // A write of this message failed: what it told is not on record, so it is not acknowledged.
-  return store_failure_;
+  if (!store_failed_before) return store_failure_;
+  return OkStatus();
 }
 
 // A protocol violation ends the session with INVALID_ARGUMENT (the worker reconnects). Reports of

@@ -264,7 +264,8 @@ TEST_F(StateStoreFailureTest, AFailedWriteRefusesEveryChangeAndKeepsAnsweringRea
   // ...a heartbeat changes nothing that is written: the session stays.
   v1::WorkerMessage heartbeat;
   heartbeat.mutable_heartbeat()->set_unix_ms(clock_.NowUnixMs());
-  EXPECT_TRUE(Send(idle, heartbeat).ok());
+  const Status heartbeat_status = Send(idle, heartbeat);
+  EXPECT_TRUE(heartbeat_status.ok()) << heartbeat_status.ToString();
   // Nothing is decided any more: silence past the heartbeat timeout declares nobody dead.
   clock_.AdvanceMs(60'000);
   core_->Tick();
