@@ -53,9 +53,9 @@ Status CheckCapabilities(const v1::WorkerCapabilities& caps) {
   return OkStatus();
 }
 
-// What a worker tells beyond being alive. Once the store failed these are refused (the session
-// ends with UNAVAILABLE, and the worker keeps it in its outbox or its next hello); a heartbeat
-// changes nothing that is written, so it keeps an idle worker's session open.
+// What a worker tells beyond being alive. Once the store failed these are refused: the session
+// ends with UNAVAILABLE, and the tasks' states reach the restarted coordinator in the worker's
+// next hello. A heartbeat changes nothing that is written, so an idle worker keeps its session.
 bool ChangesState(const v1::WorkerMessage& message) {
   switch (message.body_case()) {
     case v1::WorkerMessage::kTask:
