@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -41,31 +40,6 @@ class ScopedDirectory {
   std::string path_;
 };
 
-nlohmann::json PhasesJson(const StepPhases& p) {
-  return {{"forward", p.forward}, {"backward", p.backward}, {"encode", p.encode},
-          {"decode", p.decode},   {"send", p.send},         {"recv", p.recv},
-          {"sync", p.sync},       {"optimizer", p.optimizer}, {"data", p.data},
-          {"eval", p.eval},       {"checkpoint", p.checkpoint}};
-}
-
-nlohmann::json TrafficJson(const std::vector<LinkTraffic>& traffic) {
-  nlohmann::json entries = nlohmann::json::array();
-  for (const LinkTraffic& t : traffic) {
-    nlohmann::json entry = {{"peer_stage", t.peer_stage},
-                            {"peer_replica", t.peer_replica},
-                            {"kind", TrafficKindName(t.kind)},
-                            {"direction", t.sent ? "sent" : "received"},
-                            {"raw_bytes", t.raw_bytes},
-                            {"wire_bytes", t.wire_bytes},
-                            {"seconds", t.seconds},
-                            {"bits", t.bits},
-                            {"relative_error", t.relative_error}};
-    if (t.latency_seconds) entry["latency_seconds"] = *t.latency_seconds;
-    entries.push_back(std::move(entry));
-  }
-  return entries;
-}
-
 }  // namespace
 
 std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& path) {
@@ -89,46 +63,6 @@ std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& p
     }
     return changes;
   };
-}
-
-nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& r) {
-  nlohmann::json line = {
-      {"rank", assignment.global_rank()},
-      {"stage", assignment.stage},
-      {"replica", assignment.dp_rank},
-      {"step", r.step},
-      {"total_steps", r.total_steps},
-      {"lr", r.lr},
-      {"grad_norm", r.grad_norm},
-      {"compressed", r.compressed},
-      {"checkpointed", r.checkpointed},
-      {"forward_relative_error", r.forward_relative_error},
-      {"backward_relative_error", r.backward_relative_error},
-      {"tokens", r.tokens},
-      {"step_seconds", r.step_seconds},
-      {"compute_seconds", r.compute_seconds},
-      {"codec_seconds", r.codec_seconds},
-      {"comm_seconds", r.comm_seconds},
-      {"raw_bytes",
-       {{"forward", r.raw_bytes.forward}, {"backward", r.raw_bytes.backward}, {"dp", r.raw_bytes.dp},
-        {"embedding", r.raw_bytes.embedding}}},
-      {"wire_bytes",
-       {{"forward", r.wire_bytes.forward},
-        {"backward", r.wire_bytes.backward},
-        {"dp", r.wire_bytes.dp},
-        {"embedding", r.wire_bytes.embedding}}},
-      {"phases", PhasesJson(r.phases)},
-      {"traffic", TrafficJson(r.traffic)},
-  };
-  if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
-  if (r.eval_loss) line["eval_loss"] = *r.eval_loss;
-  if (r.eval_metrics) {
-    line["eval_accuracy"] = r.eval_metrics->accuracy;
-    line["eval_f1"] = r.eval_metrics->f1;
-    line["eval_mcc"] = r.eval_metrics->mcc;
-  }
-  if (!r.checkpoint_error.empty()) line["checkpoint_error"] = r.checkpoint_error;
-  return line;
 }
 
 Status RunRank(const RankRunOptions& options,

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "common/status.h"
@@ -49,8 +48,5 @@ std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& p
 
 // Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step.
 Status RunRank(const RankRunOptions& options, const std::function<void(const StepResult&)>& on_step);
-
-// A step as one JSON object (the line geotrain-run prints; docs/operations.md lists the keys).
-nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& result);
 
 }  // namespace geotrain::runtime
