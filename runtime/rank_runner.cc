@@ -1,10 +1,12 @@
 #include "runtime/rank_runner.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "models/init_random_model.h"
@@ -39,6 +41,13 @@ class ScopedDirectory {
  private:
   std::string path_;
 };
+
+// The process's resident-set high-water mark; unset if the kernel will not say.
+std::optional<uint64_t> PeakHostMemoryBytes() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0 || usage.ru_maxrss <= 0) return std::nullopt;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux counts KiB
+}
 
 }  // namespace
 
@@ -122,7 +131,9 @@ Status RunRank(const RankRunOptions& options,
 
   StageRuntime& rank = **runtime;
   const Status status = rank.Run(
-      [&](const StepResult& result) {
+      [&](const StepResult& step) {
+        StepResult result = step;
+        result.peak_host_memory_bytes = PeakHostMemoryBytes();
         if (on_step) on_step(result);
         spdlog::debug("{}: step {} took {:.3f} s", where, result.step, result.step_seconds);
       },

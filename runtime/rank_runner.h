@@ -46,7 +46,8 @@ struct RankRunOptions {
 // PATH line 3: forward_bits: 9 is outside 2..8") and skipped, never stopping training.
 std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& path);
 
-// Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step.
+// Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step, with the
+// process's peak_host_memory_bytes filled in.
 Status RunRank(const RankRunOptions& options, const std::function<void(const StepResult&)>& on_step);
 
 }  // namespace geotrain::runtime

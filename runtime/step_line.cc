@@ -115,6 +115,7 @@ void BindStepLine(Binder& b, StepLine* line) {
   b.Field("compute_seconds", &r.compute_seconds);
   b.Field("codec_seconds", &r.codec_seconds);
   b.Field("comm_seconds", &r.comm_seconds);
+  b.Field("peak_host_memory_bytes", &r.peak_host_memory_bytes);
   b.Section("raw_bytes", [&](auto& s) { BindBytes(s, &r.raw_bytes); });
   b.Section("wire_bytes", [&](auto& s) { BindBytes(s, &r.wire_bytes); });
   b.OptionalSection("phases", &line->has_phases, [&](auto& s) { BindPhases(s, &r.phases); });

@@ -96,6 +96,10 @@ struct StepResult {
   // Per peer, kind and direction since the previous report (Step() or Run()'s on_step), so an
   // evaluation's activations and a checkpoint's data-parallel flush count in their step.
   std::vector<LinkTraffic> traffic;
+  // The rank process's peak resident memory up to the end of the step (getrusage ru_maxrss):
+  // the most host memory it held at any time so far, so it never falls. Filled by RunRank, which
+  // owns the process; unset where the runtime runs inside another (tests).
+  std::optional<uint64_t> peak_host_memory_bytes;
 };
 
 }  // namespace geotrain::runtime

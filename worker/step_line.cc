@@ -72,6 +72,7 @@ v1::StepReport StepReportOf(const runtime::StepLine& line) {
   report.set_compute_seconds(r.compute_seconds);
   report.set_codec_seconds(r.codec_seconds);
   report.set_comm_seconds(r.comm_seconds);
+  if (r.peak_host_memory_bytes) report.set_peak_host_memory_bytes(*r.peak_host_memory_bytes);
   report.set_raw_bytes_forward(r.raw_bytes.forward);
   report.set_raw_bytes_backward(r.raw_bytes.backward);
   report.set_raw_bytes_dp(r.raw_bytes.dp);

@@ -140,6 +140,21 @@ TEST(StepLineTest, LossIsAbsentOnStagesOtherThanTheLast) {
   EXPECT_FALSE(report->has_eval_scores());
 }
 
+TEST(StepLineTest, CarriesThePeakHostMemoryWhenTheLineHasIt) {
+  runtime::StageAssignment assignment;
+  runtime::StepResult result;
+  result.step = 3;
+  auto report = ParseStepLine(runtime::StepLineText(runtime::StepLineOf(assignment, result)));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_FALSE(report->has_peak_host_memory_bytes());
+
+  result.peak_host_memory_bytes = 5ull << 30;
+  report = ParseStepLine(runtime::StepLineText(runtime::StepLineOf(assignment, result)));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_TRUE(report->has_peak_host_memory_bytes());
+  EXPECT_EQ(report->peak_host_memory_bytes(), 5ull << 30);
+}
+
 TEST(StepLineTest, OtherLinesAreNotStepLines) {
   for (const std::string line :
        {"", "   ", "[2024-01-01 00:00:00.000] [geotrain-task] [info] loading", "{", "{\"step\": 1,",

@@ -30,6 +30,7 @@ StepLine FullLine() {
   r.compute_seconds = 1.0 / 3;
   r.codec_seconds = 0.25;
   r.comm_seconds = 1e20;
+  r.peak_host_memory_bytes = 3ull << 30;
   r.raw_bytes = {1, 2, 3, UINT64_MAX};
   r.wire_bytes = {5, 6, 7, 8};
   r.forward_relative_error = 0.01;
@@ -79,6 +80,7 @@ void ExpectSame(const StepLine& want, const StepLine& got) {
   EXPECT_EQ(g.compute_seconds, w.compute_seconds);
   EXPECT_EQ(g.codec_seconds, w.codec_seconds);
   EXPECT_EQ(g.comm_seconds, w.comm_seconds);
+  EXPECT_EQ(g.peak_host_memory_bytes, w.peak_host_memory_bytes);
   for (const auto& [got_bytes, want_bytes] :
        {std::make_pair(g.raw_bytes, w.raw_bytes), std::make_pair(g.wire_bytes, w.wire_bytes)}) {
     EXPECT_EQ(got_bytes.forward, want_bytes.forward);
@@ -139,11 +141,11 @@ TEST(StepLineTest, WhatIsWrittenReadsBackTheSame) {
 }
 
 TEST(StepLineTest, UnsetFiguresStayUnset) {
-  StepLine line;  // loss NaN (not the last stage), no evaluation, no checkpoint error
+  StepLine line;  // loss NaN (not the last stage), no evaluation, no checkpoint error, no memory
   line.result.step = 1;
   line.has_phases = false;
   const std::string text = StepLineText(line);
-  for (const char* key : {"\"loss\"", "eval_", "checkpoint_error", "phases"}) {
+  for (const char* key : {"\"loss\"", "eval_", "checkpoint_error", "phases", "memory"}) {
     EXPECT_EQ(text.find(key), std::string::npos) << key << " in " << text;
   }
   StatusOr<StepLine> read = ParseStepLine(text);
@@ -261,6 +263,7 @@ TEST(StepLineTest, ABadValueOfEachKindIsRefusedNamingItsKey) {
       {R"({"step": 1, "eval_accuracy": 1, "eval_f1": 2, "eval_mcc": 0})",
        "eval_f1: 2.000000 is outside [0, 1]"},
       // std::optional
+      {R"({"step": 1, "peak_host_memory_bytes": -1})", "peak_host_memory_bytes: -1 is negative"},
       {R"({"step": 1, "eval_loss": "low"})", "eval_loss: expected a number, got string"},
       {R"({"step": 1, "traffic": [{)" + kEntry + R"(, "direction": "sent",
           "latency_seconds": -0.5}]})", "traffic[0].latency_seconds: -0.5 is negative"},
