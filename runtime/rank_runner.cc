@@ -1,11 +1,12 @@
 #include "runtime/rank_runner.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "models/init_random_model.h"
@@ -41,29 +42,11 @@ class ScopedDirectory {
   std::string path_;
 };
 
-nlohmann::json PhasesJson(const StepPhases& p) {
-  return {{"forward", p.forward}, {"backward", p.backward}, {"encode", p.encode},
-          {"decode", p.decode},   {"send", p.send},         {"recv", p.recv},
-          {"sync", p.sync},       {"optimizer", p.optimizer}, {"data", p.data},
-          {"eval", p.eval},       {"checkpoint", p.checkpoint}};
-}
-
-nlohmann::json TrafficJson(const std::vector<LinkTraffic>& traffic) {
-  nlohmann::json entries = nlohmann::json::array();
-  for (const LinkTraffic& t : traffic) {
-    nlohmann::json entry = {{"peer_stage", t.peer_stage},
-                            {"peer_replica", t.peer_replica},
-                            {"kind", TrafficKindName(t.kind)},
-                            {"direction", t.sent ? "sent" : "received"},
-                            {"raw_bytes", t.raw_bytes},
-                            {"wire_bytes", t.wire_bytes},
-                            {"seconds", t.seconds},
-                            {"bits", t.bits},
-                            {"relative_error", t.relative_error}};
-    if (t.latency_seconds) entry["latency_seconds"] = *t.latency_seconds;
-    entries.push_back(std::move(entry));
-  }
-  return entries;
+// The process's resident-set high-water mark; unset if the kernel will not say.
+std::optional<uint64_t> PeakHostMemoryBytes() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0 || usage.ru_maxrss <= 0) return std::nullopt;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux counts KiB
 }
 
 }  // namespace
@@ -89,46 +72,6 @@ std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& p
     }
     return changes;
   };
-}
-
-nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& r) {
-  nlohmann::json line = {
-      {"rank", assignment.global_rank()},
-      {"stage", assignment.stage},
-      {"replica", assignment.dp_rank},
-      {"step", r.step},
-      {"total_steps", r.total_steps},
-      {"lr", r.lr},
-      {"grad_norm", r.grad_norm},
-      {"compressed", r.compressed},
-      {"checkpointed", r.checkpointed},
-      {"forward_relative_error", r.forward_relative_error},
-      {"backward_relative_error", r.backward_relative_error},
-      {"tokens", r.tokens},
-      {"step_seconds", r.step_seconds},
-      {"compute_seconds", r.compute_seconds},
-      {"codec_seconds", r.codec_seconds},
-      {"comm_seconds", r.comm_seconds},
-      {"raw_bytes",
-       {{"forward", r.raw_bytes.forward}, {"backward", r.raw_bytes.backward}, {"dp", r.raw_bytes.dp},
-        {"embedding", r.raw_bytes.embedding}}},
-      {"wire_bytes",
-       {{"forward", r.wire_bytes.forward},
-        {"backward", r.wire_bytes.backward},
-        {"dp", r.wire_bytes.dp},
-        {"embedding", r.wire_bytes.embedding}}},
-      {"phases", PhasesJson(r.phases)},
-      {"traffic", TrafficJson(r.traffic)},
-  };
-  if (std::isfinite(r.loss)) line["loss"] = r.loss;  // the last stage's
-  if (r.eval_loss) line["eval_loss"] = *r.eval_loss;
-  if (r.eval_metrics) {
-    line["eval_accuracy"] = r.eval_metrics->accuracy;
-    line["eval_f1"] = r.eval_metrics->f1;
-    line["eval_mcc"] = r.eval_metrics->mcc;
-  }
-  if (!r.checkpoint_error.empty()) line["checkpoint_error"] = r.checkpoint_error;
-  return line;
 }
 
 Status RunRank(const RankRunOptions& options,
@@ -188,7 +131,9 @@ Status RunRank(const RankRunOptions& options,
 
   StageRuntime& rank = **runtime;
   const Status status = rank.Run(
-      [&](const StepResult& result) {
+      [&](const StepResult& step) {
+        StepResult result = step;
+        result.peak_host_memory_bytes = PeakHostMemoryBytes();
         if (on_step) on_step(result);
         spdlog::debug("{}: step {} took {:.3f} s", where, result.step, result.step_seconds);
       },

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "common/status.h"
@@ -47,10 +46,8 @@ struct RankRunOptions {
 // PATH line 3: forward_bits: 9 is outside 2..8") and skipped, never stopping training.
 std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& path);
 
-// Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step.
+// Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step, with the
+// process's peak_host_memory_bytes filled in.
 Status RunRank(const RankRunOptions& options, const std::function<void(const StepResult&)>& on_step);
-
-// A step as one JSON object (the line geotrain-run prints; docs/operations.md lists the keys).
-nlohmann::json StepResultJson(const StageAssignment& assignment, const StepResult& result);
 
 }  // namespace geotrain::runtime

@@ -38,20 +38,6 @@ DataParallelTraffic Since(const DataParallelTraffic& now, const DataParallelTraf
 
 }  // namespace
 
-const char* TrafficKindName(TrafficKind kind) {
-  switch (kind) {
-    case TrafficKind::kActivation:
-      return "activation";
-    case TrafficKind::kGradient:
-      return "gradient";
-    case TrafficKind::kDataParallel:
-      return "data_parallel";
-    case TrafficKind::kEmbedding:
-      return "embedding";
-  }
-  return "unknown";
-}
-
 uint32_t CodecBits(const compression::CodecConfig& config) {
   using compression::CodecId;
   switch (config.codec) {

@@ -34,27 +34,9 @@
 #include "runtime/data_parallel_sync.h"
 #include "runtime/stage_assignment.h"
 #include "runtime/stage_links.h"
+#include "runtime/step_result.h"
 
 namespace geotrain::runtime {
-
-enum class TrafficKind { kActivation, kGradient, kDataParallel, kEmbedding };
-
-// "activation", "gradient", "data_parallel", "embedding" (the step line's spelling).
-const char* TrafficKindName(TrafficKind kind);
-
-// Traffic between this rank and one peer of one kind in one direction, over one report period.
-struct LinkTraffic {
-  int peer_stage = 0;
-  int peer_replica = 0;
-  TrafficKind kind = TrafficKind::kActivation;
-  bool sent = false;  // false: received
-  uint64_t raw_bytes = 0;   // before compression
-  uint64_t wire_bytes = 0;  // frame bytes
-  double seconds = 0;       // posting to completion of the transfers (a lower bound on throughput)
-  uint32_t bits = 0;        // bits per value of the codec (32: float32; 0: no single bit width)
-  double relative_error = 0;  // mean of the frames sent (sent activations and gradients only)
-  std::optional<double> latency_seconds;  // fastest recent frame of <= 4 KiB with this peer
-};
 
 // Frames up to this size count as latency samples.
 inline constexpr uint64_t kLatencySampleMaxBytes = 4096;

@@ -1,17 +1,11 @@
 // ParseStepLine: one line of a task's stdout -> the StepReport it carries.
 //
-// The task child prints one JSON object per step (runtime::StepResultJson: step, total_steps, lr,
-// grad_norm, compressed, checkpointed, forward_relative_error, backward_relative_error, tokens,
-// *_seconds, raw_bytes{forward,backward,dp,embedding}, wire_bytes{same}, phases{forward,
-// backward,encode,decode,send,recv,sync,optimizer,data,eval,checkpoint}, traffic[{peer_stage,
-// peer_replica, kind: activation|gradient|data_parallel|embedding, direction: sent|received,
-// raw_bytes, wire_bytes, seconds, bits, relative_error, latency_seconds when known}], and loss /
-// eval_loss when present). Any other line is a log line.
-//
-// Every key but "step" is optional, so lines of older builds (without phases, tokens, traffic)
-// still parse; a traffic entry must name its peer, kind and direction. A key that is present
-// with a wrong type or value is an error naming it. The line comes from a process that may be
-// broken, so nothing here trusts it: every failure is a Status, never an exception or a crash.
+// The task child prints one step line per step (runtime/step_line.h, which describes the keys
+// once for the writer and the reader); any other line is a log line. This reads it with
+// runtime::ParseStepLine and copies the step's figures into the proto: loss when present (the
+// last stage), phases only when the line had them (a child of an older build has none),
+// eval_scores with the evaluation of a classifier. The line's rank, stage and replica are not
+// copied (the task they come from says which), nor checkpoint_error (the task's log has it).
 //
 // Free functions; thread-safe.
 #pragma once

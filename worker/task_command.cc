@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "runtime/rank_runner.h"
+#include "runtime/step_line.h"
 #include "worker/assignment_file.h"
 #include "worker/coordinator_channel.h"
 #include "worker/coordinator_store.h"
@@ -55,7 +56,7 @@ Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& 
                  stage.global_rank(), options.coordinator);
   }
   return runtime::RunRank(run, [&](const runtime::StepResult& result) {
-    std::cout << runtime::StepResultJson(stage, result).dump() << std::endl;  // endl: flushed
+    std::cout << runtime::StepLineText(runtime::StepLineOf(stage, result)) << std::endl;  // flushed
   });
 }
 

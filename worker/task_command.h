@@ -5,7 +5,7 @@
 // job's groups through a CoordinatorStore scoped to the assignment's rendezvous, and trains with
 // runtime::RunRank. Before every step it polls the task's config-changes.jsonl (next to the
 // assignment file unless config_changes_path names another), where the daemon appends the
-// coordinator's ConfigChanges (runtime/config_change.h). Each step prints one JSON line (runtime::StepResultJson) on stdout, flushed;
+// coordinator's ConfigChanges (runtime/config_change.h). Each step prints one JSON line (runtime/step_line.h) on stdout, flushed;
 // logs go to stderr. Exit codes: 0 trained to the end, 1 training failed, 2 bad assignment or
 // job file (the daemon reports those as permanent failures).
 #pragma once

@@ -109,6 +109,10 @@ WorkerMetrics::WorkerMetrics(WallClock wall_clock, double link_decay)
                       .Help("Newest evaluation score of a sequence classifier: accuracy, f1 or "
                             "mcc (last stage only)")
                       .Register(*registry_)),
+      peak_host_memory_(prometheus::BuildGauge()
+                            .Name("geotrain_peak_host_memory_bytes")
+                            .Help("Peak resident memory of the task process, as of its newest step")
+                            .Register(*registry_)),
       raw_bytes_(prometheus::BuildCounter()
                      .Name("geotrain_raw_bytes_total")
                      .Help("Bytes before compression")
@@ -207,6 +211,9 @@ void WorkerMetrics::OnStep(
     eval_score_.Add({{"stage", stage}, {"score", "accuracy"}}).Set(scores.accuracy());
     eval_score_.Add({{"stage", stage}, {"score", "f1"}}).Set(scores.f1());
     eval_score_.Add({{"stage", stage}, {"score", "mcc"}}).Set(scores.mcc());
+  }
+  if (report.has_peak_host_memory_bytes()) {
+    peak_host_memory_.Add(by_stage).Set(static_cast<double>(report.peak_host_memory_bytes()));
   }
   RecordTraffic(stage, report, placements);
   RecordErrors(stage, report);

@@ -93,6 +93,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Gauge>& loss_;
   prometheus::Family<prometheus::Gauge>& eval_loss_;
   prometheus::Family<prometheus::Gauge>& eval_score_;
+  prometheus::Family<prometheus::Gauge>& peak_host_memory_;
   prometheus::Family<prometheus::Counter>& raw_bytes_;
   prometheus::Family<prometheus::Counter>& wire_bytes_;
   prometheus::Family<prometheus::Gauge>& link_bits_;

@@ -27,6 +27,7 @@
 #include "runtime/frame_key_file.h"
 #include "runtime/rank_runner.h"
 #include "runtime/seed_flags.h"
+#include "runtime/step_line.h"
 
 namespace geotrain::runtime {
 namespace {
@@ -127,7 +128,7 @@ Status Train(const SeedRunConfig& config, const std::string& frame_key, double l
                  config.dist_url);
   }
   return RunRank(options, [&](const StepResult& result) {
-    std::cout << StepResultJson(config.assignment, result).dump() << std::endl;
+    std::cout << StepLineText(StepLineOf(config.assignment, result)) << std::endl;
   });
 }
 

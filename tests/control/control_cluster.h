@@ -311,7 +311,7 @@ class ControlCluster {
   // The task processes worker `index` runs now (its children that are not zombies).
   std::vector<pid_t> TaskChildren(int index) { return ChildrenOf(worker(index).pid()); }
 
-  // The step lines (runtime::StepResultJson) in the task logs of worker `index`
+  // The step lines (runtime/step_line.h) in the task logs of worker `index`
   // (WORK_DIR/tasks/*/task.log), every generation's, in no particular order across tasks.
   std::vector<nlohmann::json> StepLines(int index) const {
     std::vector<nlohmann::json> lines;

@@ -1,10 +1,12 @@
 // What every step report of a real 2 stages x 2 replicas job over fake links says beyond the
 // loss: seconds per phase, tokens, and the traffic per peer, kind and direction.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <map>
 #include <mutex>
 
+#include "runtime/rank_runner.h"
 #include "runtime/stage_runtime.h"
 #include "tests/runtime/runtime_test_job.h"
 
@@ -189,6 +191,31 @@ TEST_F(StepReportTest, StepAloneMeasuresItsTraffic) {
       }
     }
   });
+}
+
+// RunRank owns the process, so it is the one that reports how much host memory the process held.
+TEST_F(StepReportTest, RunRankReportsThePeakHostMemoryOfTheProcess) {
+  job_.num_stages = 1;
+  job_.dp_size = 1;
+  job_.training.total_steps = 2;
+  RankRunOptions options;
+  options.assignment = job_;
+  std::vector<StepResult> steps;
+  const Status status = RunRank(options, [&](const StepResult& r) { steps.push_back(r); });
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ASSERT_EQ(steps.size(), 2u);
+  struct rusage usage {};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &usage), 0);
+  const uint64_t peak_now = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+  uint64_t previous = 0;
+  for (const StepResult& r : steps) {
+    SCOPED_TRACE("step " + std::to_string(r.step));
+    ASSERT_TRUE(r.peak_host_memory_bytes.has_value());
+    EXPECT_GT(*r.peak_host_memory_bytes, 1u << 20);  // LibTorch alone holds more than a MiB
+    EXPECT_GE(*r.peak_host_memory_bytes, previous);  // a high-water mark
+    EXPECT_LE(*r.peak_host_memory_bytes, peak_now);
+    previous = *r.peak_host_memory_bytes;
+  }
 }
 
 }  // namespace

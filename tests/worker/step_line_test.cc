@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/rank_runner.h"
+#include "runtime/step_line.h"
 
 namespace geotrain::worker {
 namespace {
@@ -58,7 +58,7 @@ TEST(StepLineTest, ReadsEveryFieldOfTheRuntimesStepLine) {
   embedding.kind = runtime::TrafficKind::kEmbedding;
   embedding.bits = 32;
   result.traffic = {activation, gradient, dp, embedding};
-  const std::string line = runtime::StepResultJson(assignment, result).dump();
+  const std::string line = runtime::StepLineText(runtime::StepLineOf(assignment, result));
 
   auto report = ParseStepLine(line);
   ASSERT_TRUE(report.ok()) << report.status().ToString() << "\n" << line;
@@ -133,11 +133,26 @@ TEST(StepLineTest, LossIsAbsentOnStagesOtherThanTheLast) {
   assignment.num_stages = 2;
   runtime::StepResult result;  // loss NaN: not the last stage
   result.step = 1;
-  auto report = ParseStepLine(runtime::StepResultJson(assignment, result).dump());
+  auto report = ParseStepLine(runtime::StepLineText(runtime::StepLineOf(assignment, result)));
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_FALSE(report->has_loss());
   EXPECT_FALSE(report->has_eval_loss());
   EXPECT_FALSE(report->has_eval_scores());
+}
+
+TEST(StepLineTest, CarriesThePeakHostMemoryWhenTheLineHasIt) {
+  runtime::StageAssignment assignment;
+  runtime::StepResult result;
+  result.step = 3;
+  auto report = ParseStepLine(runtime::StepLineText(runtime::StepLineOf(assignment, result)));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_FALSE(report->has_peak_host_memory_bytes());
+
+  result.peak_host_memory_bytes = 5ull << 30;
+  report = ParseStepLine(runtime::StepLineText(runtime::StepLineOf(assignment, result)));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_TRUE(report->has_peak_host_memory_bytes());
+  EXPECT_EQ(report->peak_host_memory_bytes(), 5ull << 30);
 }
 
 TEST(StepLineTest, OtherLinesAreNotStepLines) {

@@ -364,6 +364,22 @@ TEST_F(WorkerMetricsTest, LastStageLossEvalAndCheckpoint) {
   EXPECT_EQ(SeriesValue(text, "geotrain_checkpoint_duration_seconds", stage1), 2.5);
 }
 
+TEST_F(WorkerMetricsTest, PeakHostMemoryOfTheNewestStepThatReportsIt) {
+  StepReport report;
+  report.set_stage(1);
+  report.set_step(1);
+  metrics_.OnStep(report, Placements());
+  const testing::SeriesLabels stage1{{"stage", "1"}};
+  EXPECT_FALSE(SeriesValue(Scrape(), "geotrain_peak_host_memory_bytes", stage1));  // not known
+
+  report.set_step(2);
+  report.set_peak_host_memory_bytes(3ull << 30);
+  metrics_.OnStep(report, Placements());
+  const std::string text = Scrape();
+  EXPECT_EQ(SeriesValue(text, "geotrain_peak_host_memory_bytes", stage1), 3.0 * (1ull << 30));
+  EXPECT_NE(text.find("# TYPE geotrain_peak_host_memory_bytes gauge"), std::string::npos);
+}
+
 TEST_F(WorkerMetricsTest, GarbageFiguresDoNotPoisonTheCounters) {
   metrics_.SetIdentity("worker-1", "us-east1", "cpu");
   StepReport report = FirstStageStep(1, 0.3, 0.5);
