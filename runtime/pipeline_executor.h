@@ -38,7 +38,7 @@
 #include "runtime/micro_batch_message.h"
 #include "runtime/pipeline_schedule.h"
 #include "runtime/stage_parts.h"
-#include "runtime/stage_runtime.h"
+#include "runtime/step_result.h"
 
 namespace geotrain::runtime {
 

@@ -32,7 +32,7 @@
 #include "runtime/stage_assignment.h"
 #include "runtime/stage_links.h"
 #include "runtime/stage_parts.h"
-#include "runtime/stage_runtime.h"
+#include "runtime/step_result.h"
 #include "runtime/step_traffic.h"
 #include "runtime/tensor_link.h"
 
