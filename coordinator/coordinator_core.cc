@@ -108,7 +108,7 @@ StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
 }
 
 Status CoordinatorCore::LoadLocked(StoredState state) {
-  const int64_t now = clock_->NowUnixMs();
+  const int64_t now = clock_->NowMonotonicMs();
   for (v1::Job& job : state.jobs) {
     const std::string id = job.id();
     StepFigures figures = StoredJobFigures(job);
@@ -245,7 +245,7 @@ void CoordinatorCore::PersistJob(JobEntry& entry, std::vector<v1::JobEvent> even
     return;
   }
   entry.progress_dirty = false;
-  entry.progress_persisted_ms = clock_->NowUnixMs();
+  entry.progress_persisted_ms = clock_->NowMonotonicMs();
 }
 
 void CoordinatorCore::PersistWorker(const WorkerEntry& worker) {
@@ -400,7 +400,7 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
                  std::to_string(spec->dp_size) + " replicas");
   Status status = store_->PutJob(job, {event});
   if (!status.ok()) return status.WithContext("storing the new job");
-  entry->progress_persisted_ms = job.submitted_unix_ms();
+  entry->progress_persisted_ms = clock_->NowMonotonicMs();
   spdlog::info("{} submitted: '{}', {} stages x {} replicas", job.id(), job.name(),
                job.num_stages(), job.replicas());
   job_order_.push_back(job.id());
@@ -560,7 +560,7 @@ void CoordinatorCore::SendDueProbes() {
   std::sort(peers.begin(), peers.end(), [](const ProbePeer& a, const ProbePeer& b) {
     return WorkerIdLess(a.worker_id, b.worker_id);
   });
-  for (auto& [worker_id, order] : probe_scheduler_.Due(peers, clock_->NowUnixMs())) {
+  for (auto& [worker_id, order] : probe_scheduler_.Due(peers, clock_->NowMonotonicMs())) {
     WorkerEntry* worker = FindWorker(worker_id);
     v1::CoordinatorMessage message;
     *message.mutable_probe() = std::move(order);
@@ -572,7 +572,7 @@ void CoordinatorCore::SendDueProbes() {
 
 void CoordinatorCore::PersistLinks() {
   LinkTable::Changes changes = links_.TakeChanges();
-  links_persisted_ms_ = clock_->NowUnixMs();
+  links_persisted_ms_ = clock_->NowMonotonicMs();
   if (changes.empty()) return;
   Status status = store_->PutLinks(changes.links, changes.forgotten_workers);
   if (!status.ok()) {
@@ -587,7 +587,7 @@ void CoordinatorCore::PersistLinks() {
 void CoordinatorCore::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down()) return;
-  const int64_t now = clock_->NowUnixMs();
+  const int64_t now = clock_->NowMonotonicMs();
 
   for (auto& [id, worker] : workers_) {
     if (worker->record.state() == v1::WORKER_STATE_DEAD) continue;

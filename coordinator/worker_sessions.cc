@@ -72,12 +72,10 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down()) return Unavailable("the coordinator is shutting down");
-  const int64_t now = clock_->NowUnixMs();
   WorkerEntry* worker = request.worker_id().empty() ? nullptr : FindWorker(request.worker_id());
   if (worker != nullptr) {
     *worker->record.mutable_capabilities() = caps;
-    worker->last_seen_ms = now;
-    worker->record.set_last_heartbeat_unix_ms(now);
+    MarkSeen(*worker);
     PersistWorker(*worker);
     spdlog::info("worker {} registered again (host {}, region '{}', {})", worker->record.id(),
                  caps.host(), caps.region(), caps.device_kind());
@@ -89,9 +87,8 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
     *record.mutable_capabilities() = caps;
     // Not connected until its session opens; it has a heartbeat timeout to do so.
     record.set_state(v1::WORKER_STATE_DISCONNECTED);
-    record.set_registered_unix_ms(now);
-    record.set_last_heartbeat_unix_ms(now);
-    entry->last_seen_ms = now;
+    MarkSeen(*entry);
+    record.set_registered_unix_ms(record.last_heartbeat_unix_ms());
     Status status = store_->PutWorker(record);
     if (!status.ok()) return status.WithContext("registering a worker");
     if (!request.worker_id().empty()) {
@@ -129,11 +126,9 @@ StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
     worker->session->Close();
   }
   const bool was_dead = worker->record.state() == v1::WORKER_STATE_DEAD;
-  const int64_t now = clock_->NowUnixMs();
   worker->session = std::move(sink);
   worker->session_id = next_session_id_++;
-  worker->last_seen_ms = now;
-  worker->record.set_last_heartbeat_unix_ms(now);
+  MarkSeen(*worker);
   if (was_dead) worker->record.set_state(v1::WORKER_STATE_DISCONNECTED);
 
   // The hello is the worker's whole truth: its open tasks are exactly the ones it lists.
@@ -183,9 +178,7 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
                               " is no longer current (replaced by a newer session, or the "
                               "worker was declared dead); open a new session");
   }
-  const int64_t now = clock_->NowUnixMs();
-  worker->last_seen_ms = now;
-  worker->record.set_last_heartbeat_unix_ms(now);
+  MarkSeen(*worker);
   switch (message.body_case()) {
     case v1::WorkerMessage::kHello:
       return FailedPrecondition("a SessionHello is only valid as the first message of a session");
@@ -267,13 +260,18 @@ void CoordinatorCore::CloseSession(const std::string& worker_id, uint64_t sessio
   RefreshWorkerState(*worker);
   spdlog::info("worker {} disconnected (session {}); dead unless it reconnects within {} ms",
                worker_id, session_id,
-               worker->last_seen_ms + options_.heartbeat_timeout_ms - clock_->NowUnixMs());
+               worker->last_seen_ms + options_.heartbeat_timeout_ms - clock_->NowMonotonicMs());
+}
+
+void CoordinatorCore::MarkSeen(WorkerEntry& worker) {
+  worker.last_seen_ms = clock_->NowMonotonicMs();
+  worker.record.set_last_heartbeat_unix_ms(clock_->NowUnixMs());
 }
 
 void CoordinatorCore::DeclareDead(WorkerEntry& worker) {
   const std::string id = worker.record.id();
   spdlog::warn("worker {} declared dead: no message for {} ms", id,
-               clock_->NowUnixMs() - worker.last_seen_ms);
+               clock_->NowMonotonicMs() - worker.last_seen_ms);
   if (worker.session != nullptr) worker.session->Close();
   worker.session.reset();
   worker.session_id = 0;
