@@ -12,8 +12,8 @@ int RunWorkersCommand(const ControlOptions& control, const ListOptions& options,
   const StatusOr<v1::ListWorkersResponse> workers = (*client)->ListWorkers(options.all);
   if (!workers.ok()) return ReportFailure(workers.status(), context.err);
   return PrintAnswer(
-      *workers, control.format, [&] { return FormatWorkerList(*workers, context.clock.UnixMs()); },
-      context);
+      *workers, control.format,
+      [&] { return FormatWorkerList(*workers, context.clock.NowUnixMs()); }, context);
 }
 
 int RunLinksCommand(const ControlOptions& control, CommandContext& context) {

@@ -15,7 +15,7 @@
 namespace geotrain::cli {
 
 CommandContext ProcessCommandContext() {
-  CommandContext context{std::cout, std::cerr, SystemClock()};
+  CommandContext context{std::cout, std::cerr, RealClock()};
   context.out_is_terminal = ::isatty(STDOUT_FILENO) == 1;
   context.err_is_terminal = ::isatty(STDERR_FILENO) == 1;
   winsize size{};

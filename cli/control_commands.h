@@ -9,10 +9,10 @@
 #include <string>
 
 #include "cli/control_address.h"
-#include "cli/control_clock.h"
 #include "cli/control_format.h"
 #include "cli/control_steps_format.h"
 #include "cli/output_format.h"
+#include "common/clock.h"
 
 namespace geotrain::cli {
 
@@ -81,7 +81,7 @@ struct CommandContext {
   TimeZone zone = TimeZone::kLocal;
 };
 
-// std::cout / std::cerr, whether they are terminals, the environment and the system clock.
+// std::cout / std::cerr, whether they are terminals, the environment and the real clock.
 CommandContext ProcessCommandContext();
 
 int RunSubmitCommand(const ControlOptions& control, const SubmitOptions& options,

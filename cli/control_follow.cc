@@ -1,7 +1,5 @@
 #include "cli/control_follow.h"
 
-#include <algorithm>
-
 #include "cli/control_job_state.h"
 
 namespace geotrain::cli {
@@ -45,7 +43,7 @@ StatusOr<FollowResult> FollowJob(JobUpdateSource& source, const FollowOptions& o
   FollowResult result;
   result.last_event_sequence = options.request.after_event_sequence();
   result.last_log_sequence = options.request.after_log_sequence();
-  int64_t backoff_ms = options.initial_backoff_ms;
+  Backoff backoff(options.backoff, clock);
   std::optional<int64_t> broken_since_ms;
 
   while (true) {
@@ -62,7 +60,7 @@ StatusOr<FollowResult> FollowJob(JobUpdateSource& source, const FollowOptions& o
     Status status = stream->Finish();
     if (received) {
       broken_since_ms.reset();
-      backoff_ms = options.initial_backoff_ms;
+      backoff.Reset();
     }
 
     if (status.ok()) {
@@ -80,7 +78,7 @@ StatusOr<FollowResult> FollowJob(JobUpdateSource& source, const FollowOptions& o
     }
     if (!IsRetriable(status)) return status;
 
-    const int64_t now_ms = clock.MonotonicMs();
+    const int64_t now_ms = clock.NowMonotonicMs();
     if (!broken_since_ms.has_value()) {
       broken_since_ms = now_ms;
       handler.OnStreamBroken(status, options.reconnect_ms);
@@ -93,9 +91,7 @@ StatusOr<FollowResult> FollowJob(JobUpdateSource& source, const FollowOptions& o
                          " s (--reconnect-seconds), giving up; last error: " + status.ToString());
     }
     // The last pause ends at the deadline, so that one attempt is made right there.
-    const int64_t delay_ms = std::min(backoff_ms, left_ms);
-    clock.SleepMs(delay_ms);
-    backoff_ms = std::min(backoff_ms * 2, options.max_backoff_ms);
+    backoff.Wait(std::chrono::milliseconds(left_ms));
   }
 }
 

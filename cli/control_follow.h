@@ -1,16 +1,19 @@
 // FollowJob: reads a job's WatchJob stream to its end, surviving coordinator restarts.
 //
 // The stream is behind two small interfaces (JobUpdateSource, JobUpdateStream) so that the
-// reconnect and resume logic is tested with a scripted source and a manual Clock; the real source
-// is CoordinatorClient. Single-threaded: FollowJob calls the handler on the caller's thread.
+// reconnect and resume logic is tested with a scripted source and a ManualClock, which the
+// back-off sleeps on; the real source is CoordinatorClient. Single-threaded: FollowJob calls the
+// handler on the caller's thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "cli/control_clock.h"
+#include "common/backoff.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "geotrain/v1/coordinator.pb.h"
 
@@ -51,9 +54,9 @@ struct FollowOptions {
   // Give up when no stream has delivered anything for this long since it broke
   // (--reconnect-seconds).
   int64_t reconnect_ms = 120'000;
-  // Pause before each new attempt, doubling from the initial to the maximum.
-  int64_t initial_backoff_ms = 500;
-  int64_t max_backoff_ms = 5'000;
+  // Pause before each new attempt, doubling from 500 ms to 5 s. No jitter: a follower only
+  // reads, so followers coming back together after a coordinator restart cost it little.
+  BackoffOptions backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(5'000), 0.0};
 };
 
 struct FollowResult {

@@ -137,7 +137,8 @@ int RunJobsCommand(const ControlOptions& control, const ListOptions& options,
   const StatusOr<v1::ListJobsResponse> jobs = (*client)->ListJobs(options.all);
   if (!jobs.ok()) return ReportFailure(jobs.status(), context.err);
   return PrintAnswer(
-      *jobs, control.format, [&] { return FormatJobList(*jobs, context.clock.UnixMs()); }, context);
+      *jobs, control.format, [&] { return FormatJobList(*jobs, context.clock.NowUnixMs()); },
+      context);
 }
 
 int RunCancelCommand(const ControlOptions& control, const std::string& job_id,

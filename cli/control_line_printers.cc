@@ -44,7 +44,7 @@ void LogPrinter::OnLog(const v1::SequencedLogLine& line) {
 }
 
 void LogPrinter::OnStreamBroken(const Status& why, int64_t give_up_after_ms) {
-  err_ << FormatStreamBrokenNotice(why, give_up_after_ms, clock_.UnixMs(), zone_) << std::endl;
+  err_ << FormatStreamBrokenNotice(why, give_up_after_ms, clock_.NowUnixMs(), zone_) << std::endl;
 }
 
 JobJsonPrinter::JobJsonPrinter(std::ostream& out, std::ostream& err, TimeZone zone, Clock& clock)
@@ -53,7 +53,7 @@ JobJsonPrinter::JobJsonPrinter(std::ostream& out, std::ostream& err, TimeZone zo
 void JobJsonPrinter::OnJob(const v1::Job& job) { WriteJsonLine(job, out_, err_, status_); }
 
 void JobJsonPrinter::OnStreamBroken(const Status& why, int64_t give_up_after_ms) {
-  err_ << FormatStreamBrokenNotice(why, give_up_after_ms, clock_.UnixMs(), zone_) << std::endl;
+  err_ << FormatStreamBrokenNotice(why, give_up_after_ms, clock_.NowUnixMs(), zone_) << std::endl;
 }
 
 }  // namespace geotrain::cli

@@ -5,10 +5,10 @@
 
 #include <ostream>
 
-#include "cli/control_clock.h"
 #include "cli/control_follow.h"
 #include "cli/control_format.h"
 #include "cli/output_format.h"
+#include "common/clock.h"
 
 namespace geotrain::cli {
 

@@ -22,7 +22,7 @@ void ProgressDisplay::OnJob(const v1::Job& job) {
     out_ << kClearLine << live_line_ << std::flush;
     return;
   }
-  const int64_t now_ms = clock_.MonotonicMs();
+  const int64_t now_ms = clock_.NowMonotonicMs();
   if (last_line_ms_ >= 0 && now_ms - last_line_ms_ < options_.min_line_interval_ms) return;
   last_line_ms_ = now_ms;
   out_ << line << std::endl;
@@ -33,7 +33,7 @@ void ProgressDisplay::OnEvent(const v1::JobEvent& event) {
 }
 
 void ProgressDisplay::OnStreamBroken(const Status& why, int64_t give_up_after_ms) {
-  PrintLine(FormatStreamBrokenNotice(why, give_up_after_ms, clock_.UnixMs(), options_.zone));
+  PrintLine(FormatStreamBrokenNotice(why, give_up_after_ms, clock_.NowUnixMs(), options_.zone));
 }
 
 void ProgressDisplay::PrintLine(const std::string& line) {

@@ -7,9 +7,9 @@
 #include <ostream>
 #include <string>
 
-#include "cli/control_clock.h"
 #include "cli/control_follow.h"
 #include "cli/control_format.h"
+#include "common/clock.h"
 
 namespace geotrain::cli {
 

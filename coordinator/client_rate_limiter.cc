@@ -30,7 +30,7 @@ void ClientRateLimiter::PruneLocked(int64_t now_ms) {
 
 Status ClientRateLimiter::Acquire(const std::string& client_host) {
   if (per_minute_ <= 0) return OkStatus();
-  const int64_t now_ms = clock_->NowUnixMs();
+  const int64_t now_ms = clock_->NowMonotonicMs();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = buckets_.find(client_host);
   if (it == buckets_.end()) {

@@ -2,9 +2,10 @@
 // coordinator a write (Register, SubmitJob): a token bucket per host that holds N and refills N
 // per minute, so a client may burst N at once and then one every 60/N seconds.
 //
-// Pure: the time comes from a Clock, so tests advance it instead of sleeping. Thread-safe (one
-// mutex). Memory is bounded: once kMaxClients hosts are tracked, the full (idle) buckets are
-// dropped; if none is full, the oldest-refilled is.
+// Pure: the time comes from a Clock, so tests advance it instead of sleeping; its monotonic time,
+// so that a wall-clock step neither refills nor drains a bucket. Thread-safe (one mutex). Memory
+// is bounded: once kMaxClients hosts are tracked, the full (idle) buckets are dropped; if none is
+// full, the oldest-refilled is.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/clock.h"
 #include "common/status.h"
-#include "coordinator/clock.h"
 
 namespace geotrain::coordinator {
 

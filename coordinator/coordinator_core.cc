@@ -109,7 +109,7 @@ StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
 }
 
 Status CoordinatorCore::LoadLocked(StoredState state) {
-  const int64_t now = clock_->NowUnixMs();
+  const int64_t now = clock_->NowMonotonicMs();
   for (v1::Job& job : state.jobs) {
     const std::string id = job.id();
     StepFigures figures = StoredJobFigures(job);
@@ -395,7 +395,7 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
                  std::to_string(spec->dp_size) + " replicas");
   GEOTRAIN_RETURN_IF_ERROR(
       Write("storing the new " + job.id(), [&] { return store_->PutJob(job, {event}); }));
-  entry->progress_persisted_ms = job.submitted_unix_ms();
+  entry->progress_persisted_ms = clock_->NowMonotonicMs();
   spdlog::info("{} submitted: '{}', {} stages x {} replicas", job.id(), job.name(),
                job.num_stages(), job.replicas());
   job_order_.push_back(job.id());
@@ -498,7 +498,7 @@ void CoordinatorCore::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   // After a failed write nothing is decided any more: each decision would need a write.
   if (shutting_down() || store_failed()) return;
-  const int64_t now = clock_->NowUnixMs();
+  const int64_t now = clock_->NowMonotonicMs();
 
   for (auto& [id, worker] : workers_) {
     if (worker->record.state() == v1::WORKER_STATE_DEAD) continue;

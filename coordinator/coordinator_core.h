@@ -21,6 +21,10 @@
 // Messages to workers go through SessionSink::Send, which only queues, so no call blocks on the
 // network while holding the mutex. Tick() is the time-driven part (deaths, stop timeouts,
 // placement), run by SchedulerThread in the daemon.
+//
+// Time (common/clock.h): every deadline and throttle (heartbeat timeout, stop timeout, progress
+// and link persistence, probe intervals) runs on the clock's monotonic time, so that a step of
+// the wall clock declares no worker dead; Unix time only goes into records, events and steps.
 #pragma once
 
 #include <atomic>
@@ -36,9 +40,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "coordinator/adaptive_controller.h"
-#include "coordinator/clock.h"
 #include "coordinator/job_shape.h"
 #include "coordinator/link_table.h"
 #include "coordinator/placement.h"
@@ -163,11 +167,11 @@ class CoordinatorCore {
     // Ranks of job.generation, by rank (replica * num_stages + stage); empty while queued, and
     // once a recovery dropped the placement.
     std::vector<RankTask> ranks;
-    int64_t stop_deadline_ms = 0;  // recovering, while ranks is not empty
+    int64_t stop_deadline_ms = 0;  // monotonic; recovering, while ranks is not empty
     int64_t last_event_sequence = 0;
     int64_t last_log_sequence = 0;
     bool progress_dirty = false;
-    int64_t progress_persisted_ms = 0;
+    int64_t progress_persisted_ms = 0;  // monotonic
     // What placement knows of its steps, and with compression.adaptive its controller
     // (job_tuning.cc).
     StepShapeMeter shape_meter;
@@ -186,7 +190,9 @@ class CoordinatorCore {
     v1::Worker record;
     std::shared_ptr<SessionSink> session;  // null while DISCONNECTED or DEAD
     uint64_t session_id = 0;
-    int64_t last_seen_ms = 0;  // last message (or registration, or coordinator start)
+    // Monotonic: the last message (or registration, or coordinator start); the heartbeat timeout
+    // runs from here.
+    int64_t last_seen_ms = 0;
     // Tasks the worker runs that have not ended, by (job id, generation): BUSY while any.
     std::map<std::pair<std::string, uint32_t>, std::pair<int, int>> open_tasks;
   };
@@ -237,6 +243,9 @@ class CoordinatorCore {
   bool FinishJob(JobEntry& entry, v1::JobState to, const std::string& why);
   void FinishStops(JobEntry& entry, bool timed_out);
   void RankLost(JobEntry& entry, size_t rank, const std::string& why);
+  // The worker was heard from: its heartbeat deadline moves on (monotonic time) and its record
+  // shows when (Unix time).
+  void MarkSeen(WorkerEntry& worker);
   void DeclareDead(WorkerEntry& worker);
 
   void ApplyTaskStatus(WorkerEntry& worker, const v1::TaskStatus& task);
@@ -268,7 +277,7 @@ class CoordinatorCore {
   uint64_t next_session_id_ = 1;
   LinkTable links_;
   ProbeScheduler probe_scheduler_;
-  int64_t links_persisted_ms_ = 0;
+  int64_t links_persisted_ms_ = 0;  // monotonic
   // OK until a StateStore write fails; then the UNAVAILABLE that every refused call answers, and
   // the failed write with its error (StateStoreFailure). Never cleared.
   Status store_failure_;

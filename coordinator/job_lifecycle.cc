@@ -138,7 +138,7 @@ void CoordinatorCore::StartRecovery(JobEntry& entry, const std::string& why) {
   const int64_t lost = StepAggregator::RollBackToCheckpoint(job.mutable_progress());
   job.set_steps_lost(job.steps_lost() + lost);
   entry.steps.StartGeneration(job.generation());
-  entry.stop_deadline_ms = clock_->NowUnixMs() + options_.stop_timeout_ms;
+  entry.stop_deadline_ms = clock_->NowMonotonicMs() + options_.stop_timeout_ms;
   if (!Transition(entry, v1::JOB_STATE_RECOVERING,
                   why + " (restart " + std::to_string(job.restarts()) + " of " +
                       std::to_string(job.max_restarts()) + "; " + std::to_string(lost) +

@@ -73,7 +73,7 @@ void CoordinatorCore::SendDueProbes() {
   std::sort(peers.begin(), peers.end(), [](const ProbePeer& a, const ProbePeer& b) {
     return WorkerIdLess(a.worker_id, b.worker_id);
   });
-  for (auto& [worker_id, order] : probe_scheduler_.Due(peers, clock_->NowUnixMs())) {
+  for (auto& [worker_id, order] : probe_scheduler_.Due(peers, clock_->NowMonotonicMs())) {
     WorkerEntry* worker = FindWorker(worker_id);
     v1::CoordinatorMessage message;
     *message.mutable_probe() = std::move(order);

@@ -59,7 +59,7 @@ void ProbeScheduler::ResultsReceived(const std::string& worker_id) {
 }
 
 std::vector<std::pair<std::string, v1::ProbeOrder>> ProbeScheduler::Due(
-    const std::vector<ProbePeer>& peers, int64_t now_unix_ms) {
+    const std::vector<ProbePeer>& peers, int64_t now_ms) {
   const auto is_peer = [&](const std::string& id) {
     return std::any_of(peers.begin(), peers.end(),
                        [&](const ProbePeer& p) { return p.worker_id == id; });
@@ -74,7 +74,7 @@ std::vector<std::pair<std::string, v1::ProbeOrder>> ProbeScheduler::Due(
   }
   joined_.clear();
   for (auto it = outstanding_until_.begin(); it != outstanding_until_.end();) {
-    it = now_unix_ms >= it->second ? outstanding_until_.erase(it) : std::next(it);
+    it = now_ms >= it->second ? outstanding_until_.erase(it) : std::next(it);
   }
 
   std::vector<std::pair<std::string, v1::ProbeOrder>> orders;
@@ -93,7 +93,7 @@ std::vector<std::pair<std::string, v1::ProbeOrder>> ProbeScheduler::Due(
         due.emplace_back(false, last_ms, i);
       } else if (options_.interval_ms > 0 &&
                  (last == last_ordered_ms_.end() ||
-                  now_unix_ms - last->second >= options_.interval_ms)) {
+                  now_ms - last->second >= options_.interval_ms)) {
         due.emplace_back(true, last_ms, i);
       }
     }
@@ -114,12 +114,12 @@ std::vector<std::pair<std::string, v1::ProbeOrder>> ProbeScheduler::Due(
       const Link link{src.worker_id, dst.worker_id};
       // Ordered counts as probed: a link whose probe fails is retried after the interval, not
       // on every tick.
-      last_ordered_ms_[link] = now_unix_ms;
+      last_ordered_ms_[link] = now_ms;
       urgent_.erase(link);
     }
     // Each target: the latency round trips plus a bulk transfer of at most timeout_ms.
     outstanding_until_[src.worker_id] =
-        now_unix_ms + static_cast<int64_t>(order.targets_size()) * 2 * options_.timeout_ms +
+        now_ms + static_cast<int64_t>(order.targets_size()) * 2 * options_.timeout_ms +
         kOrderSlackMs;
     orders.emplace_back(src.worker_id, std::move(order));
   }

@@ -67,9 +67,10 @@ class ProbeScheduler {
   void ResultsReceived(const std::string& worker_id);
 
   // The orders to send now, by worker, given the workers that can take part (`peers`: connected
-  // with a probe server). Marks them outstanding and their links probed at `now_unix_ms`.
+  // with a probe server). Marks them outstanding and their links probed at `now_ms`, a monotonic
+  // time (Clock::NowMonotonicMs): intervals and order deadlines must not jump with the wall clock.
   std::vector<std::pair<std::string, v1::ProbeOrder>> Due(const std::vector<ProbePeer>& peers,
-                                                          int64_t now_unix_ms);
+                                                          int64_t now_ms);
 
   bool outstanding(const std::string& worker_id) const {
     return outstanding_until_.count(worker_id) != 0;

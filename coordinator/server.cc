@@ -138,13 +138,13 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->scopes_ = KvStoreScopes(server->kv_.get());
   GEOTRAIN_ASSIGN_OR_RETURN(server->core_,
                             CoordinatorCore::Create(options.coordinator, server->store_.get(),
-                                                    server->scopes_.get(), &SystemClock()));
+                                                    server->scopes_.get(), &RealClock()));
   server->registration_limiter_ = std::make_unique<ClientRateLimiter>(
       options.max_registrations_per_minute, "registrations", "--max-registrations-per-minute",
-      &SystemClock());
+      &RealClock());
   server->submission_limiter_ = std::make_unique<ClientRateLimiter>(
       options.max_submissions_per_minute, "job submissions", "--max-submissions-per-minute",
-      &SystemClock());
+      &RealClock());
   server->coordinator_service_ = std::make_unique<CoordinatorService>(
       server->core_.get(), server->store_.get(),
       CallLimits{server->registration_limiter_.get(), server->submission_limiter_.get()});

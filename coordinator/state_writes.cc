@@ -44,7 +44,7 @@ bool CoordinatorCore::PersistJob(JobEntry& entry, std::vector<v1::JobEvent> even
     return false;
   }
   entry.progress_dirty = false;
-  entry.progress_persisted_ms = clock_->NowUnixMs();
+  entry.progress_persisted_ms = clock_->NowMonotonicMs();
   return true;
 }
 
@@ -56,7 +56,7 @@ bool CoordinatorCore::PersistWorker(const WorkerEntry& worker) {
 
 bool CoordinatorCore::PersistLinks() {
   LinkTable::Changes changes = links_.TakeChanges();
-  links_persisted_ms_ = clock_->NowUnixMs();
+  links_persisted_ms_ = clock_->NowMonotonicMs();
   if (changes.empty()) return true;
   return Write("writing " + std::to_string(changes.links.size()) + " link estimates",
                [&] { return store_->PutLinks(changes.links, changes.forgotten_workers); })

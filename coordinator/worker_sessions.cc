@@ -87,13 +87,11 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
   }
   std::lock_guard<std::mutex> lock(mu_);
   GEOTRAIN_RETURN_IF_ERROR(AcceptingChanges());
-  const int64_t now = clock_->NowUnixMs();
   WorkerEntry* worker = request.worker_id().empty() ? nullptr : FindWorker(request.worker_id());
   if (worker != nullptr) {
     const v1::Worker before = worker->record;
     *worker->record.mutable_capabilities() = caps;
-    worker->last_seen_ms = now;
-    worker->record.set_last_heartbeat_unix_ms(now);
+    MarkSeen(*worker);
     if (!PersistWorker(*worker)) {
       worker->record = before;
       return store_failure_;
@@ -112,9 +110,8 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
     *record.mutable_capabilities() = caps;
     // Not connected until its session opens; it has a heartbeat timeout to do so.
     record.set_state(v1::WORKER_STATE_DISCONNECTED);
-    record.set_registered_unix_ms(now);
-    record.set_last_heartbeat_unix_ms(now);
-    entry->last_seen_ms = now;
+    MarkSeen(*entry);
+    record.set_registered_unix_ms(record.last_heartbeat_unix_ms());
     GEOTRAIN_RETURN_IF_ERROR(Write("registering worker " + record.id(),
                                    [&] { return store_->PutWorker(record); }));
     if (!request.worker_id().empty()) {
@@ -152,11 +149,9 @@ StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
     worker->session->Close();
   }
   const bool was_dead = worker->record.state() == v1::WORKER_STATE_DEAD;
-  const int64_t now = clock_->NowUnixMs();
   worker->session = std::move(sink);
   worker->session_id = next_session_id_++;
-  worker->last_seen_ms = now;
-  worker->record.set_last_heartbeat_unix_ms(now);
+  MarkSeen(*worker);
   if (was_dead) worker->record.set_state(v1::WORKER_STATE_DISCONNECTED);
 
   // The hello is the worker's whole truth: its open tasks are exactly the ones it lists.
@@ -216,9 +211,7 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
   }
   const bool store_failed_before = store_failed();
   if (store_failed_before && ChangesState(message)) return store_failure_;
-  const int64_t now = clock_->NowUnixMs();
-  worker->last_seen_ms = now;
-  worker->record.set_last_heartbeat_unix_ms(now);
+  MarkSeen(*worker);
   switch (message.body_case()) {
     case v1::WorkerMessage::kHello:
       return FailedPrecondition("a SessionHello is only valid as the first message of a session");
@@ -302,13 +295,18 @@ void CoordinatorCore::CloseSession(const std::string& worker_id, uint64_t sessio
   RefreshWorkerState(*worker);
   spdlog::info("worker {} disconnected (session {}); dead unless it reconnects within {} ms",
                worker_id, session_id,
-               worker->last_seen_ms + options_.heartbeat_timeout_ms - clock_->NowUnixMs());
+               worker->last_seen_ms + options_.heartbeat_timeout_ms - clock_->NowMonotonicMs());
+}
+
+void CoordinatorCore::MarkSeen(WorkerEntry& worker) {
+  worker.last_seen_ms = clock_->NowMonotonicMs();
+  worker.record.set_last_heartbeat_unix_ms(clock_->NowUnixMs());
 }
 
 void CoordinatorCore::DeclareDead(WorkerEntry& worker) {
   const std::string id = worker.record.id();
   spdlog::warn("worker {} declared dead: no message for {} ms", id,
-               clock_->NowUnixMs() - worker.last_seen_ms);
+               clock_->NowMonotonicMs() - worker.last_seen_ms);
   if (worker.session != nullptr) worker.session->Close();
   worker.session.reset();
   worker.session_id = 0;

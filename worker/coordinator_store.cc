@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
 #include <utility>
 
 #include "worker/coordinator_channel.h"
@@ -72,7 +71,7 @@ void CoordinatorStore::Run(const std::string& operation, milliseconds timeout,
                            const Attempt& attempt) const {
   const milliseconds budget = OverallTimeout(timeout);
   const Clock::time_point deadline = Clock::now() + budget;
-  milliseconds backoff = kFirstBackoff;
+  Backoff backoff(kRetryBackoff);
   grpc::Status last;
   bool retried = false;
   while (true) {
@@ -106,9 +105,7 @@ void CoordinatorStore::Run(const std::string& operation, milliseconds timeout,
                        DescribeRpcError(last), budget.count());
         }
         retried = true;
-        const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
-        std::this_thread::sleep_for(std::min(backoff, std::max(left, milliseconds(0))));
-        backoff = std::min(backoff * 2, kMaxBackoff);
+        backoff.Wait(std::chrono::ceil<milliseconds>(deadline - Clock::now()));
         break;
       }
       default:

@@ -7,7 +7,8 @@
 // of at most kRpcSlice each, re-issued until the operation succeeds or its timeout passes, so that
 // neither end holds a call open for long and a coordinator restart mid-rendezvous is survived:
 // UNAVAILABLE (and CANCELLED, which only a server going away causes, since this class never
-// cancels its own calls) are retried with back-off from 100 ms doubling to 2 s. A retried add()
+// cancels its own calls) are retried with back-off from 100 ms doubling to 2 s, with jitter
+// (common/backoff.h) so that the ranks of a job do not all come back at once. A retried add()
 // may count twice if the coordinator applied it but its answer was lost; c10d's own stores have
 // the same at-least-once behaviour on reconnect.
 //
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/backoff.h"
 #include "geotrain/v1/job.pb.h"
 #include "geotrain/v1/rendezvous.grpc.pb.h"
 
@@ -41,8 +43,9 @@ class CoordinatorStore final : public c10d::Store {
   // What kNoTimeout waits for at most: long enough for any rendezvous, short enough that a
   // mistake shows up as an error rather than a hang.
   static constexpr std::chrono::milliseconds kNoTimeoutCap = std::chrono::hours(1);
-  static constexpr std::chrono::milliseconds kFirstBackoff = std::chrono::milliseconds(100);
-  static constexpr std::chrono::milliseconds kMaxBackoff = std::chrono::seconds(2);
+  // Between retries of UNAVAILABLE and CANCELLED.
+  static constexpr BackoffOptions kRetryBackoff{std::chrono::milliseconds(100),
+                                                std::chrono::seconds(2), 0.5};
 
   // `coordinator_address` is only for error messages (a channel cannot tell its target).
   CoordinatorStore(std::shared_ptr<grpc::Channel> channel, geotrain::v1::KvScope scope,

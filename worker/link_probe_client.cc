@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "worker/link_probe_protocol.h"
 #include "worker/link_probe_socket.h"
@@ -17,12 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using probe::SocketFd;
-
-int64_t UnixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -129,7 +124,7 @@ geotrain::v1::ProbeResult ProbeLink(const geotrain::v1::ProbeTarget& target, uin
   auto fail = [&](const Status& status) {
     result.set_throughput_bytes_per_second(0);
     result.set_error(where + ": " + status.message());
-    result.set_unix_ms(UnixMillis());
+    result.set_unix_ms(RealClock().NowUnixMs());
     return result;
   };
   if (target.address().empty()) return fail(InvalidArgument("the target has no address"));
@@ -146,7 +141,7 @@ geotrain::v1::ProbeResult ProbeLink(const geotrain::v1::ProbeTarget& target, uin
       std::min<uint64_t>({std::max<uint32_t>(streams, 1), kMaxProbeStreams, max_bytes}));
   max_bytes = std::min<uint64_t>(max_bytes, streams * probe::kMaxProbeBytes);
   if (max_bytes == 0) {
-    result.set_unix_ms(UnixMillis());
+    result.set_unix_ms(RealClock().NowUnixMs());
     return result;
   }
 
@@ -183,7 +178,7 @@ geotrain::v1::ProbeResult ProbeLink(const geotrain::v1::ProbeTarget& target, uin
   result.set_bytes(acknowledged);
   result.set_seconds(seconds);
   result.set_throughput_bytes_per_second(seconds > 0 ? acknowledged / seconds : 0);
-  result.set_unix_ms(UnixMillis());
+  result.set_unix_ms(RealClock().NowUnixMs());
   return result;
 }
 

@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 
+#include "common/clock.h"
 #include "worker/link_probe_client.h"
 
 namespace geotrain::worker {
@@ -102,9 +102,7 @@ geotrain::v1::ProbeResults LinkProbeRunner::Run(const geotrain::v1::ProbeOrder& 
       result->set_dst_worker_id(target.worker_id());
       result->set_error("probe to " + target.worker_id() + ": not run, the order names more than " +
                         std::to_string(options_.max_targets) + " targets");
-      result->set_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count());
+      result->set_unix_ms(RealClock().NowUnixMs());
       continue;
     }
     if (stopping_) break;

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
-#include <random>
 #include <thread>
 
 #include "common/metrics/metrics_endpoint.h"
@@ -191,7 +190,6 @@ int DaemonMain(int argc, char** argv) {
   session_options.credentials = *credentials;
   session_options.work_dir = flags.work_dir;
   session_options.capabilities = DetectCapabilities(capability_flags);
-  session_options.backoff.seed = std::random_device{}();
   session_options.metrics = metrics.get();
   spdlog::info("coordinator {} over {}", flags.coordinator,
                !flags.credentials.ca.given()     ? "plain gRPC (no --tls-ca)"

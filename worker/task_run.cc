@@ -2,20 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-
+#include "common/clock.h"
 #include "worker/step_line.h"
 
 namespace geotrain::worker {
-namespace {
-
-int64_t UnixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<TaskRun>> TaskRun::Start(const TaskKey& key, const ProcessSpec& process,
                                                   const std::string& log_path,
@@ -58,7 +48,7 @@ void TaskRun::OnLine(OutputStream stream, const std::string& line) {
   log.set_generation(key_.generation);
   log.set_stage(key_.stage);
   log.set_replica(key_.replica);
-  log.set_unix_ms(UnixMillis());
+  log.set_unix_ms(RealClock().NowUnixMs());
   log.set_text(line);
   if (callbacks_.on_log) callbacks_.on_log(log);
 }

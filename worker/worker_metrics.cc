@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -20,10 +19,6 @@ const prometheus::Histogram::BucketBoundaries& StepBuckets() {
   static const prometheus::Histogram::BucketBoundaries buckets{0.05, 0.1, 0.25, 0.5, 1,
                                                                2.5,  5,   10,   30,  60};
   return buckets;
-}
-
-double SystemUnixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Seconds and byte counts come from a child process: a negative or non-finite figure must not
@@ -60,8 +55,8 @@ std::string DeviceLabel(const std::string& device_kind) {
   return device_kind.empty() ? kUnknown : device_kind;
 }
 
-WorkerMetrics::WorkerMetrics(WallClock wall_clock, double link_decay)
-    : wall_clock_(wall_clock ? std::move(wall_clock) : WallClock(SystemUnixSeconds)),
+WorkerMetrics::WorkerMetrics(const Clock& clock, double link_decay)
+    : clock_(clock),
       link_decay_(link_decay),
       registry_(std::make_shared<prometheus::Registry>()),
       info_(prometheus::BuildGauge()
@@ -347,7 +342,7 @@ void WorkerMetrics::RecordCheckpoint(const std::string& stage,
   if (!report.checkpointed()) return;
   const Labels by_stage{{"stage", stage}};
   checkpoint_duration_.Add(by_stage).Set(report.phases().checkpoint());
-  checkpoint_timestamp_.Add(by_stage).Set(wall_clock_());
+  checkpoint_timestamp_.Add(by_stage).Set(static_cast<double>(clock_.NowUnixMs()) / 1000.0);
   checkpoint_step_.Add(by_stage).Set(static_cast<double>(report.step()));
 }
 

@@ -18,7 +18,6 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +25,7 @@
 #include <utility>
 
 #include "geotrain/v1/job.pb.h"
+#include "common/clock.h"
 #include "common/link_estimate.h"
 
 namespace geotrain::worker {
@@ -36,11 +36,9 @@ std::string DeviceLabel(const std::string& device_kind);
 
 class WorkerMetrics {
  public:
-  // Unix time in seconds, for geotrain_checkpoint_last_timestamp_seconds.
-  using WallClock = std::function<double()>;
-
-  // `wall_clock` null: the system clock. `link_decay`: LinkEstimate's b.
-  explicit WorkerMetrics(WallClock wall_clock = nullptr,
+  // `clock` gives geotrain_checkpoint_last_timestamp_seconds its Unix time and must outlive the
+  // metrics. `link_decay`: LinkEstimate's b.
+  explicit WorkerMetrics(const Clock& clock = RealClock(),
                          double link_decay = LinkEstimate::kDefaultDecay);
   WorkerMetrics(const WorkerMetrics&) = delete;
   WorkerMetrics& operator=(const WorkerMetrics&) = delete;
@@ -78,7 +76,7 @@ class WorkerMetrics {
   void RecordErrors(const std::string& stage, const geotrain::v1::StepReport& report);
   void RecordCheckpoint(const std::string& stage, const geotrain::v1::StepReport& report);
 
-  const WallClock wall_clock_;
+  const Clock& clock_;
   const double link_decay_;
   const std::shared_ptr<prometheus::Registry> registry_;
 

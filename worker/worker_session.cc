@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "common/clock.h"
 #include "worker/coordinator_channel.h"
 #include "worker/worker_identity.h"
 
@@ -13,12 +14,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Stream =
     grpc::ClientReaderWriter<geotrain::v1::WorkerMessage, geotrain::v1::CoordinatorMessage>;
-
-int64_t UnixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Attempts between reminders that the coordinator is still unreachable (about a minute at the
 // back-off's 5 s ceiling); the attempts in between log at debug level.
@@ -190,7 +185,7 @@ bool WorkerSession::RunSession(std::chrono::milliseconds heartbeat_interval) {
     const bool heartbeat_due = now >= next_heartbeat;
     if (heartbeat_due) {
       geotrain::v1::WorkerMessage beat;
-      beat.mutable_heartbeat()->set_unix_ms(UnixMillis());
+      beat.mutable_heartbeat()->set_unix_ms(RealClock().NowUnixMs());
       if (!stream->Write(beat)) {
         broken = true;
         break;

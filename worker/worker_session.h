@@ -25,9 +25,9 @@
 #include <mutex>
 #include <string>
 
+#include "common/backoff.h"
 #include "common/status.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
-#include "worker/backoff.h"
 #include "worker/link_probe_runner.h"
 #include "worker/outbox.h"
 #include "worker/task_supervisor.h"

@@ -22,17 +22,12 @@
 #include "cli/control_follow.h"
 #include "cli/exit_codes.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::cli {
 namespace {
 
-class ManualClock final : public Clock {
- public:
-  int64_t MonotonicMs() override { return now_ms; }
-  int64_t UnixMs() override { return 1709294463000 + now_ms; }
-  void SleepMs(int64_t ms) override { now_ms += ms; }
-  int64_t now_ms = 0;
-};
+using geotrain::testing::ManualClock;
 
 v1::Job MakeJob(const std::string& id, v1::JobState state, int64_t step) {
   v1::Job job;
@@ -174,7 +169,7 @@ class ControlCommandsTest : public ::testing::Test {
   ControlOptions control_;
   std::string job_file_;
   std::ostringstream out_, err_;
-  ManualClock clock_;
+  ManualClock clock_{1709294463000};
 };
 
 TEST_F(ControlCommandsTest, SubmitPrintsTheJobId) {
@@ -383,7 +378,7 @@ TEST(ControlRestartTest, FollowingSurvivesACoordinatorRestartOnTheSamePort) {
   options.request.set_follow(true);
   options.request.set_include_events(true);
   options.reconnect_ms = 30'000;
-  const StatusOr<FollowResult> result = FollowJob(client, options, handler, SystemClock());
+  const StatusOr<FollowResult> result = FollowJob(client, options, handler, RealClock());
   if (handler.events.empty()) first_event.set_value();  // failed early: release the restarter
   restarter.join();
   ASSERT_NE(second, nullptr) << "could not listen on " << target << " again";

@@ -6,23 +6,13 @@
 #include <deque>
 #include <vector>
 
+#include "tests/testing/manual_clock.h"
+
 namespace geotrain::cli {
 namespace {
 
 // Time moves only when FollowJob sleeps.
-class ManualClock final : public Clock {
- public:
-  int64_t MonotonicMs() override { return now_ms_; }
-  int64_t UnixMs() override { return 1'700'000'000'000 + now_ms_; }
-  void SleepMs(int64_t ms) override {
-    sleeps.push_back(ms);
-    now_ms_ += ms;
-  }
-  std::vector<int64_t> sleeps;
-
- private:
-  int64_t now_ms_ = 0;
-};
+using geotrain::testing::ManualClock;
 
 v1::JobUpdate JobUpdate(v1::JobState state, int64_t step) {
   v1::JobUpdate update;
@@ -109,8 +99,8 @@ FollowOptions Following() {
   options.request.set_include_events(true);
   options.request.set_include_logs(true);
   options.reconnect_ms = 10'000;
-  options.initial_backoff_ms = 500;
-  options.max_backoff_ms = 2'000;
+  options.backoff.initial = std::chrono::milliseconds(500);
+  options.backoff.max = std::chrono::milliseconds(2'000);
   return options;
 }
 
@@ -129,7 +119,7 @@ TEST(FollowJobTest, ReadsUntilTheJobEnds) {
   EXPECT_EQ(handler.seen, (std::vector<std::string>{"job 1", "event 1", "line 1", "job 2"}));
   EXPECT_EQ(source.requests.size(), 1u);
   EXPECT_EQ(source.get_job_calls, 0);
-  EXPECT_TRUE(clock.sleeps.empty());
+  EXPECT_TRUE(clock.sleeps().empty());
 }
 
 TEST(FollowJobTest, ResumesAfterTheLastSequenceSeenAndSkipsRepeats) {
@@ -164,7 +154,7 @@ TEST(FollowJobTest, BacksOffExponentiallyAndGivesUpAfterTheReconnectWindow) {
   EXPECT_NE(result.status().message().find("job-1"), std::string::npos);
   EXPECT_NE(result.status().message().find("10 s"), std::string::npos);
   // 500, 1000, 2000 (capped) ... and the last pause ends exactly at the 10 s deadline.
-  EXPECT_EQ(clock.sleeps, (std::vector<int64_t>{500, 1000, 2000, 2000, 2000, 2000, 500}));
+  EXPECT_EQ(clock.sleeps(), (std::vector<int64_t>{500, 1000, 2000, 2000, 2000, 2000, 500}));
   EXPECT_EQ(source.requests.size(), 8u);
   // One notice for the break, not one per attempt.
   EXPECT_EQ(handler.seen, (std::vector<std::string>{"broken for up to 10000: down"}));
@@ -180,7 +170,7 @@ TEST(FollowJobTest, AStreamThatDeliversResetsTheWindow) {
   ManualClock clock;
   const StatusOr<FollowResult> result = FollowJob(source, Following(), handler, clock);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_EQ(clock.sleeps, (std::vector<int64_t>{500, 1000, 500}));
+  EXPECT_EQ(clock.sleeps(), (std::vector<int64_t>{500, 1000, 500}));
   EXPECT_EQ(handler.seen,
             (std::vector<std::string>{"broken for up to 10000: down", "event 1",
                                       "broken for up to 10000: down again", "job 9"}));
@@ -194,7 +184,7 @@ TEST(FollowJobTest, ErrorsThatRetryingCannotFixAreReturnedAtOnce) {
   const StatusOr<FollowResult> result = FollowJob(source, Following(), handler, clock);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(clock.sleeps.empty());
+  EXPECT_TRUE(clock.sleeps().empty());
 }
 
 TEST(FollowJobTest, ACleanEndBeforeTheJobFinishedIsCheckedWithGetJob) {
@@ -227,7 +217,7 @@ TEST(FollowJobTest, ACleanEndWhileTheJobStillRunsIsABreak) {
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->job->progress().step(), 4);
   EXPECT_EQ(source.requests.size(), 2u);
-  EXPECT_EQ(clock.sleeps, (std::vector<int64_t>{500}));
+  EXPECT_EQ(clock.sleeps(), (std::vector<int64_t>{500}));
 }
 
 TEST(FollowJobTest, WithoutFollowOneCleanStreamIsEnough) {

@@ -6,20 +6,15 @@
 #include <sstream>
 
 #include "cli/control_line_printers.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::cli {
 namespace {
 
+using geotrain::testing::ManualClock;
+
 // 2024-03-01 12:01:03 UTC.
 constexpr int64_t kNoonMs = 1709294463000;
-
-class ManualClock final : public Clock {
- public:
-  int64_t MonotonicMs() override { return now_ms; }
-  int64_t UnixMs() override { return kNoonMs + now_ms; }
-  void SleepMs(int64_t ms) override { now_ms += ms; }
-  int64_t now_ms = 0;
-};
 
 v1::Job Job(v1::JobState state, int64_t step) {
   v1::Job job;
@@ -44,7 +39,7 @@ v1::JobEvent Event(const std::string& text) {
 
 TEST(ProgressDisplayTest, OnATerminalOneLineIsRewrittenAndEventsGoAboveIt) {
   std::ostringstream out;
-  ManualClock clock;
+  ManualClock clock{kNoonMs};
   ProgressDisplayOptions options;
   options.terminal = true;
   options.zone = TimeZone::kUtc;
@@ -63,7 +58,7 @@ TEST(ProgressDisplayTest, OnATerminalOneLineIsRewrittenAndEventsGoAboveIt) {
 
 TEST(ProgressDisplayTest, TheLiveLineIsCutToTheTerminalWidth) {
   std::ostringstream out;
-  ManualClock clock;
+  ManualClock clock{kNoonMs};
   ProgressDisplayOptions options;
   options.terminal = true;
   options.columns = 11;
@@ -74,16 +69,16 @@ TEST(ProgressDisplayTest, TheLiveLineIsCutToTheTerminalWidth) {
 
 TEST(ProgressDisplayTest, WithoutATerminalProgressLinesAreThrottledButEventsAreNot) {
   std::ostringstream out;
-  ManualClock clock;
+  ManualClock clock{kNoonMs};
   ProgressDisplayOptions options;
   options.min_line_interval_ms = 10'000;
   options.zone = TimeZone::kUtc;
   ProgressDisplay display(out, options, clock);
   display.OnJob(Job(v1::JOB_STATE_RUNNING, 1));  // printed: the first
-  clock.now_ms = 9'999;
+  clock.AdvanceMs(9'999);
   display.OnJob(Job(v1::JOB_STATE_RUNNING, 2));  // too soon
   display.OnEvent(Event("worker w-2 died"));     // events always
-  clock.now_ms = 10'000;
+  clock.AdvanceMs(1);
   display.OnJob(Job(v1::JOB_STATE_RUNNING, 3));  // printed
   display.OnStreamBroken(Unavailable("socket closed"), 60'000);
   display.Finish(Job(v1::JOB_STATE_FAILED, 3));
@@ -102,7 +97,7 @@ TEST(LogPrinterTest, TableLinesAndJsonUpdates) {
   line.mutable_line()->set_stage(1);
   line.mutable_line()->set_unix_ms(kNoonMs);
   line.mutable_line()->set_text("hello");
-  ManualClock clock;
+  ManualClock clock{kNoonMs};
 
   std::ostringstream out, err;
   LogPrinter table(out, err, OutputFormat::kTable, TimeZone::kUtc, clock);
@@ -126,7 +121,7 @@ TEST(LogPrinterTest, TableLinesAndJsonUpdates) {
 
 TEST(JobJsonPrinterTest, PrintsEverySnapshotOnItsOwnLine) {
   std::ostringstream out, err;
-  ManualClock clock;
+  ManualClock clock{kNoonMs};
   JobJsonPrinter printer(out, err, TimeZone::kUtc, clock);
   printer.OnJob(Job(v1::JOB_STATE_RUNNING, 1));
   printer.OnEvent(Event("ignored"));

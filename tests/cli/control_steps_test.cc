@@ -12,9 +12,12 @@
 #include "cli/control_steps_format.h"
 #include "cli/exit_codes.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::cli {
 namespace {
+
+using geotrain::testing::ManualClock;
 
 const std::string kCsvHeader =
     "step,generation,loss,eval_loss,step_seconds,raw_bytes,wire_bytes,lr,unix_ms,eval_accuracy,"
@@ -94,13 +97,6 @@ TEST(StepsFormatTest, FormatNames) {
   EXPECT_EQ(names.size(), 3u);
 }
 
-class FixedClock final : public Clock {
- public:
-  int64_t MonotonicMs() override { return 0; }
-  int64_t UnixMs() override { return 1709294463000; }
-  void SleepMs(int64_t) override {}
-};
-
 // Knows job-1 with steps 1..3 and answers as the coordinator does: the steps after after_step.
 class StepsCoordinator final : public v1::Coordinator::Service {
  public:
@@ -141,7 +137,7 @@ class StepsCommandTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   ControlOptions control_;
   std::ostringstream out_, err_;
-  FixedClock clock_;
+  ManualClock clock_{1709294463000};
 };
 
 TEST_F(StepsCommandTest, CsvHasEveryStepAfterTheOneAsked) {

@@ -15,10 +15,13 @@
 #include "cli/exit_codes.h"
 #include "common/auth/deployment_certs.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
+#include "tests/testing/manual_clock.h"
 #include "tests/testing/temp_dir.h"
 
 namespace geotrain::cli {
 namespace {
+
+using geotrain::testing::ManualClock;
 
 class TokenCheck final : public grpc::AuthMetadataProcessor {
  public:
@@ -45,13 +48,6 @@ class Jobs final : public v1::Coordinator::Service {
     job->set_id("job-7");
     return grpc::Status::OK;
   }
-};
-
-class NoClock final : public Clock {
- public:
-  int64_t MonotonicMs() override { return 0; }
-  int64_t UnixMs() override { return 0; }
-  void SleepMs(int64_t) override {}
 };
 
 class ControlTlsTest : public ::testing::Test {
@@ -102,7 +98,7 @@ class ControlTlsTest : public ::testing::Test {
   ControlOptions control_;
   std::string job_file_;
   std::ostringstream out_, err_;
-  NoClock clock_;
+  ManualClock clock_{0};
 };
 
 TEST_F(ControlTlsTest, SubmitsWithTheAdminTokenFromFlags) {

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/client_rate_limiter.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::coordinator {
 namespace {
+
+using geotrain::testing::ManualClock;
 
 TEST(ClientRateLimiterTest, BurstsUpToTheLimitThenRefillsPerMinute) {
   ManualClock clock(1'000'000);
@@ -37,6 +40,18 @@ TEST(ClientRateLimiterTest, ZeroIsUnlimitedAndAClockGoingBackDoesNotRefill) {
   ClientRateLimiter limiter(1, "job submissions", "--max-submissions-per-minute", &clock);
   EXPECT_TRUE(limiter.Acquire("h").ok());
   clock.AdvanceMs(-120'000);
+  EXPECT_FALSE(limiter.Acquire("h").ok());
+}
+
+TEST(ClientRateLimiterTest, AWallClockStepNeitherRefillsNorDrains) {
+  ManualClock clock(1'000'000);
+  ClientRateLimiter limiter(1, "registrations", "--max-registrations-per-minute", &clock);
+  EXPECT_TRUE(limiter.Acquire("h").ok());
+  clock.StepWallMs(3'600'000);  // an hour forwards, no time passed: still empty
+  EXPECT_FALSE(limiter.Acquire("h").ok());
+  clock.StepWallMs(-7'200'000);
+  clock.AdvanceMs(60'000);  // a minute passed: one token back, whatever the wall clock says
+  EXPECT_TRUE(limiter.Acquire("h").ok());
   EXPECT_FALSE(limiter.Acquire("h").ok());
 }
 

@@ -11,10 +11,12 @@
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
 #include "tests/coordinator/coordinator_test_support.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::coordinator {
 namespace {
 
+using geotrain::testing::ManualClock;
 using testing::RecordingSession;
 using testing::TempDir;
 using testing::TinyJobYaml;
@@ -361,6 +363,51 @@ TEST_F(CoordinatorCoreTest, DeadWorkerIsReplacedBySpareAndTheJobResumes) {
   ReportTask("w-2", assigned["w-2"], v1::TASK_STATE_STOPPED);
   EXPECT_EQ(Take("w-2").forgets.size(), 1u);
   EXPECT_EQ(WorkerState("w-2"), v1::WORKER_STATE_IDLE);
+}
+
+// An NTP step of the wall clock, hours forwards or back, is no silence: the heartbeat and stop
+// deadlines run on monotonic time. The records still show the wall clock, and a real silence
+// still gets a worker declared dead.
+TEST_F(CoordinatorCoreTest, AWallClockStepDeclaresNoWorkerDead) {
+  constexpr int64_t kHourMs = 3'600'000;
+  std::vector<std::string> workers = AddWorkers(2, "us");
+  Submit(1, 2);
+  core_->Tick();
+  std::map<std::string, v1::Assignment> assigned = TakeAssignments(workers);
+  ASSERT_EQ(assigned.size(), 2u);
+  for (const auto& [worker, a] : assigned) ReportTask(worker, a, v1::TASK_STATE_RUNNING);
+
+  clock_.StepWallMs(5 * kHourMs);
+  core_->Tick();
+  clock_.AdvanceMs(1000);
+  for (const std::string& w : workers) Heartbeat(w);
+  clock_.StepWallMs(-8 * kHourMs);  // back to before the workers registered
+  core_->Tick();
+  for (const std::string& w : workers) EXPECT_EQ(WorkerState(w), v1::WORKER_STATE_BUSY) << w;
+  EXPECT_EQ(GetJob("job-1").state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(GetJob("job-1").restarts(), 0);
+  for (const v1::Worker& w : core_->ListWorkers(true)) {
+    EXPECT_EQ(w.last_heartbeat_unix_ms(), kStart + 5 * kHourMs + 1000) << w.id();
+  }
+
+  // w-2 falls silent for longer than the heartbeat timeout (10 s), wall steps or not.
+  clock_.AdvanceMs(6000);
+  Heartbeat("w-1");
+  clock_.StepWallMs(2 * kHourMs);
+  clock_.AdvanceMs(4500);
+  core_->Tick();
+  EXPECT_EQ(WorkerState("w-1"), v1::WORKER_STATE_BUSY);
+  EXPECT_EQ(WorkerState("w-2"), v1::WORKER_STATE_DEAD);
+  EXPECT_EQ(GetJob("job-1").state(), v1::JOB_STATE_RECOVERING);
+  EXPECT_EQ(Take("w-1").stops.size(), 1u);
+
+  // The recovery's stop timeout (30 s) is not crossed by a day's step either.
+  clock_.StepWallMs(24 * kHourMs);
+  Heartbeat("w-1");
+  core_->Tick();
+  for (const std::string& text : EventTexts("job-1")) EXPECT_NE(text.rfind("stop timeout", 0), 0u);
+  EXPECT_EQ(GetJob("job-1").state(), v1::JOB_STATE_RECOVERING);
+  EXPECT_EQ(WorkerState("w-1"), v1::WORKER_STATE_BUSY);
 }
 
 TEST_F(CoordinatorCoreTest, StopTimeoutPlacesWithoutTheSilentRanks) {

@@ -24,10 +24,12 @@
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
 #include "tests/coordinator/coordinator_test_support.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::coordinator {
 namespace {
 
+using geotrain::testing::ManualClock;
 using testing::RecordingSession;
 using testing::TempDir;
 using testing::TinyJobYaml;

@@ -14,10 +14,12 @@
 #include "coordinator/sqlite_db.h"
 #include "coordinator/state_store.h"
 #include "tests/coordinator/coordinator_test_support.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::coordinator {
 namespace {
 
+using geotrain::testing::ManualClock;
 using testing::RecordingSession;
 using testing::TempDir;
 using testing::TinyJobYaml;

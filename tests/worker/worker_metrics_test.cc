@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "tests/testing/files_and_ports.h"
+#include "tests/testing/manual_clock.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/worker/metrics_text.h"
 #include "tests/worker/worker_test_util.h"
@@ -105,7 +106,8 @@ class WorkerMetricsTest : public ::testing::Test {
  protected:
   std::string Scrape() { return ScrapeText(*metrics_.registry()); }
 
-  WorkerMetrics metrics_{[] { return kNow; }};
+  geotrain::testing::ManualClock clock_{static_cast<int64_t>(kNow) * 1000};
+  WorkerMetrics metrics_{clock_};
 };
 
 TEST(DeviceLabelTest, IsCpuOrTheCudaDeviceName) {

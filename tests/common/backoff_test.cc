@@ -1,13 +1,17 @@
-#include "worker/backoff.h"
+// Backoff: the doubling and its ceiling, jitter and seeds, and Wait() sleeping on the clock.
+#include "common/backoff.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace geotrain::worker {
+#include "tests/testing/manual_clock.h"
+
+namespace geotrain {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::ManualClock;
 
 TEST(BackoffTest, DoublesFrom200msToAFiveSecondCeiling) {
   BackoffOptions options;
@@ -60,5 +64,31 @@ TEST(BackoffTest, TheSameSeedGivesTheSameDelaysAndAnotherSeedOthers) {
   EXPECT_TRUE(differs);
 }
 
+TEST(BackoffTest, AnUnsetSeedDrawsApart) {
+  // Processes restarted together must not retry in step: without a seed each draws its own.
+  BackoffOptions options;
+  options.initial = std::chrono::milliseconds(1'000'000);
+  options.max = options.initial;
+  Backoff a(options), b(options);
+  bool differs = false;
+  for (int i = 0; i < 4 && !differs; ++i) differs = a.Next() != b.Next();
+  EXPECT_TRUE(differs);
+}
+
+TEST(BackoffTest, WaitSleepsTheDelayOnTheClockCutToTheDeadline) {
+  BackoffOptions options;
+  options.jitter = 0;
+  ManualClock clock;
+  Backoff backoff(options, clock);
+  EXPECT_EQ(backoff.Wait(), milliseconds(200));
+  EXPECT_EQ(backoff.Wait(), milliseconds(400));
+  // 800 ms due, 300 left before the caller's deadline: the pause ends on it.
+  EXPECT_EQ(backoff.Wait(milliseconds(300)), milliseconds(300));
+  // A deadline already passed: no pause at all.
+  EXPECT_EQ(backoff.Wait(milliseconds(-5)), milliseconds(0));
+  EXPECT_EQ(clock.sleeps(), (std::vector<int64_t>{200, 400, 300, 0}));
+  EXPECT_EQ(clock.NowMonotonicMs(), ManualClock::kStartMonotonicMs + 900);
+}
+
 }  // namespace
-}  // namespace geotrain::worker
+}  // namespace geotrain
