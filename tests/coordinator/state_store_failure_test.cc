@@ -21,10 +21,12 @@
 #include "coordinator/kv_store_scopes.h"
 #include "tests/coordinator/coordinator_test_support.h"
 #include "tests/coordinator/fault_injecting_state_store.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::coordinator {
 namespace {
 
+using geotrain::testing::ManualClock;
 using testing::FaultInjectingStateStore;
 using testing::RecordingSession;
 using testing::TempDir;
