@@ -264,7 +264,7 @@ int RunPipelineBench(const PipelineBenchOptions& options) {
   // epochs, so that the delta codec sees each sample again.
   const size_t corpus_bytes = options.quick ? 16 << 10 : 128 << 10;
   auto corpus = io::ReadFileContents(Source("examples/data/shakespeare/train.txt"),
-                                         64 << 20);
+                                     64 << 20);
   if (!corpus.ok()) {
     std::cerr << "geotrain-bench pipeline: " << corpus.status().ToString() << "\n";
     return 1;

@@ -68,7 +68,7 @@ StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const json& entry, uint64_t dat
     GEOTRAIN_ASSIGN_OR_RETURN(
         const uint64_t dim,
         io::JsonToUnsigned(shape[i], "shape[" + std::to_string(i) + "]",
-                       static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+                           static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
     if (__builtin_mul_overflow(elements, dim, &elements) ||
         elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return InvalidArgument("shape: the element count overflows 64 bits");

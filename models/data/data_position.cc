@@ -25,7 +25,7 @@ StatusOr<DataPosition> DataPositionFromJson(const nlohmann::json& json) {
       return InvalidArgument(std::string("data position: ") + field + " is missing");
     }
     auto value = io::JsonToUnsigned(json.at(field), std::string("data position: ") + field,
-                                std::numeric_limits<int64_t>::max());
+                                    std::numeric_limits<int64_t>::max());
     if (!value.ok()) return value.status();
     (std::string(field) == "epoch" ? position.epoch : position.index) = *value;
   }
