@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench/scratch_dir.h"
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/init_random_model.h"
 #include "models/model_config.h"
 #include "runtime/stage_runtime.h"
@@ -263,8 +263,8 @@ int RunPipelineBench(const PipelineBenchOptions& options) {
   // A fine-tuning-sized corpus (the head of the bundled one) that the run visits for several
   // epochs, so that the delta codec sees each sample again.
   const size_t corpus_bytes = options.quick ? 16 << 10 : 128 << 10;
-  auto corpus = models::ReadFileContents(Source("examples/data/shakespeare/train.txt"),
-                                         64 << 20);
+  auto corpus = io::ReadFileContents(Source("examples/data/shakespeare/train.txt"),
+                                     64 << 20);
   if (!corpus.ok()) {
     std::cerr << "geotrain-bench pipeline: " << corpus.status().ToString() << "\n";
     return 1;

@@ -11,7 +11,7 @@
 
 #include "bench/bench_clock.h"
 #include "bench/scratch_dir.h"
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/init_random_model.h"
 #include "models/model_config.h"
 #include "models/stage_plan.h"
@@ -62,7 +62,7 @@ int RunStageBench(const StageBenchOptions& options) {
           : options.config_path;
   if (options.threads > 0) at::set_num_threads(options.threads);
 
-  StatusOr<std::string> text = models::ReadFileContents(config_path, 1 << 20);
+  StatusOr<std::string> text = io::ReadFileContents(config_path, 1 << 20);
   if (!text.ok()) return Fail(text.status());
   StatusOr<models::ModelConfig> config = models::ParseModelConfig(*text, config_path);
   if (!config.ok()) return Fail(config.status());

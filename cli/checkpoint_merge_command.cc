@@ -1,18 +1,15 @@
 #include "cli/checkpoint_merge_command.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "models/atomic_file_writer.h"
-#include "models/file_contents.h"
+#include "common/io/atomic_file_writer.h"
+#include "common/io/env.h"
+#include "common/io/file_contents.h"
 #include "models/model_config.h"
 #include "models/model_layout.h"
 #include "models/safetensors.h"
@@ -139,7 +136,7 @@ StatusOr<std::vector<const SourcedTensor*>> MatchModelLayout(
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  GEOTRAIN_ASSIGN_OR_RETURN(auto writer, models::AtomicFileWriter::Create(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto writer, io::AtomicFileWriter::Create(path));
   GEOTRAIN_RETURN_IF_ERROR(writer->Append(text.data(), text.size()));
   return writer->Commit();
 }
@@ -201,16 +198,10 @@ Status CommitDirectory(const std::string& staging, const std::string& out_dir) {
     }
     fs::remove(out_dir, error);
   }
-  if (::rename(staging.c_str(), out_dir.c_str()) != 0) {
-    return Unavailable("--out " + out_dir + ": rename from " + staging + ": " +
-                       std::strerror(errno));
-  }
-  const std::string parent = fs::absolute(out_dir).parent_path().string();
-  const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+  io::Env* env = io::Env::Default();
+  GEOTRAIN_RETURN_IF_ERROR(env->Rename(staging, out_dir).WithContext("--out"));
+  // The output is in place; a parent that cannot be synced does not undo it.
+  (void)env->SyncDirectory(fs::absolute(out_dir).parent_path().string());
   return OkStatus();
 }
 
@@ -230,7 +221,7 @@ StatusOr<CheckpointMergeResult> RunCheckpointMerge(const CheckpointMergeOptions&
   const std::string config_path =
       options.config_path.empty() ? DefaultConfigPath(options.inputs) : options.config_path;
   GEOTRAIN_ASSIGN_OR_RETURN(std::string config_text,
-                            models::ReadFileContents(config_path, kMaxConfigBytes));
+                            io::ReadFileContents(config_path, kMaxConfigBytes));
   GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config,
                             models::ParseModelConfig(config_text, config_path));
 

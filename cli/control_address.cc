@@ -1,6 +1,6 @@
 #include "cli/control_address.h"
 
-#include <cctype>
+#include "common/io/host_port.h"
 
 namespace geotrain::cli {
 
@@ -12,21 +12,21 @@ std::string CoordinatorAddressProblem(const std::string& value) {
     if (value.size() == 5) return bad("names no socket path after unix:");
     return "";
   }
-  const size_t colon = value.rfind(':');
-  if (colon == std::string::npos) return bad("has no port");
-  const std::string host = value.substr(0, colon);
-  const std::string port = value.substr(colon + 1);
-  if (host.empty()) return bad("has no host");
-  if (host.find(':') != std::string::npos && (host.front() != '[' || host.back() != ']')) {
-    return bad("has an IPv6 host that is not in brackets");
+  switch (io::SplitHostPort(value, 1, nullptr)) {
+    case io::HostPortProblem::kNone:
+      return "";
+    case io::HostPortProblem::kNoPort:
+      return bad("has no port");
+    case io::HostPortProblem::kNoHost:
+      return bad("has no host");
+    case io::HostPortProblem::kUnbracketedIpv6:
+      return bad("has an IPv6 host that is not in brackets");
+    case io::HostPortProblem::kPortNotNumber:
+      return bad("has no valid port (not a number)");
+    case io::HostPortProblem::kPortOutOfRange:
+      return bad("has a port outside 1-65535");
   }
-  if (port.empty() || port.size() > 5) return bad("has no valid port");
-  for (const char c : port) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return bad("has a port that is not a number");
-  }
-  const int number = std::stoi(port);
-  if (number < 1 || number > 65535) return bad("has a port outside 1-65535");
-  return "";
+  return bad("is not an address");
 }
 
 Status CheckCoordinatorAddress(const std::string& value, const std::string& field) {

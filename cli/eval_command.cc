@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/model_config.h"
 #include "models/stage_plan.h"
 #include "models/tokenizer/tokenizer_loaders.h"
@@ -83,7 +83,7 @@ StatusOr<EvalResult> RunEval(const EvalOptions& options) {
   GEOTRAIN_ASSIGN_OR_RETURN(auto tokenizer,
                             models::LoadTokenizerDirectory(options.tokenizer_dir));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string text,
-                            models::ReadFileContents(options.data_path, kMaxDataBytes));
+                            io::ReadFileContents(options.data_path, kMaxDataBytes));
   GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config,
                             models::LoadModelConfig(options.model_dir));
   GEOTRAIN_ASSIGN_OR_RETURN(

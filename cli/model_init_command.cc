@@ -1,6 +1,6 @@
 #include "cli/model_init_command.h"
 
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/init_random_model.h"
 #include "models/model_config.h"
 
@@ -12,7 +12,7 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 
 Status RunModelInit(const ModelInitOptions& options) {
   GEOTRAIN_ASSIGN_OR_RETURN(std::string text,
-                            models::ReadFileContents(options.config_path, kMaxConfigBytes));
+                            io::ReadFileContents(options.config_path, kMaxConfigBytes));
   GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config,
                             models::ParseModelConfig(text, options.config_path));
   return models::InitRandomModel(config, options.out_dir, options.seed)

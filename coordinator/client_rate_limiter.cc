@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/io/host_port.h"
+
 namespace geotrain::coordinator {
 
 ClientRateLimiter::ClientRateLimiter(int64_t per_minute, std::string what, std::string flag,
@@ -58,14 +60,10 @@ size_t ClientRateLimiter::tracked_clients() const {
 std::string PeerHost(const std::string& grpc_peer) {
   for (const std::string scheme : {"ipv4:", "ipv6:"}) {
     if (grpc_peer.rfind(scheme, 0) != 0) continue;
-    std::string address = grpc_peer.substr(scheme.size());
-    const size_t colon = address.rfind(':');
-    if (colon != std::string::npos) address.resize(colon);
-    if (address.size() >= 2 && address.front() == '[' && address.back() == ']') {
-      address = address.substr(1, address.size() - 2);
-    }
+    const std::string address = grpc_peer.substr(scheme.size());
     // URL-escaped IPv6 zone ids and the like stay as they are: the host is only a map key.
-    return address;
+    const StatusOr<io::HostPort> where = io::ParseHostPort(address, "peer");
+    return where.ok() ? where->host : address;
   }
   return grpc_peer;
 }

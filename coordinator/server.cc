@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/auth/credential_files.h"
+#include "common/io/host_port.h"
 #include "coordinator/call_authorizer.h"
 #include "coordinator/client_rate_limiter.h"
 #include "coordinator/coordinator_service.h"
@@ -19,15 +20,6 @@ namespace {
 
 // How long Shutdown lets RPCs in flight finish before cancelling them.
 constexpr std::chrono::seconds kShutdownGrace{2};
-
-std::string ListenHost(const std::string& listen_address) {
-  const size_t colon = listen_address.rfind(':');
-  std::string host = colon == std::string::npos ? listen_address : listen_address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host;
-}
 
 // The server's credentials: insecure, or TLS (with client certificates requested and verified
 // when there is a CA) and the CallAuthorizer.
@@ -69,7 +61,10 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 
 bool IsLoopbackListenAddress(const std::string& listen_address) {
   if (listen_address.rfind("unix:", 0) == 0) return true;
-  const std::string host = ListenHost(listen_address);
+  // Not HOST:PORT: not known to be loopback, so the security checks apply.
+  const StatusOr<io::HostPort> where = io::ParseHostPort(listen_address, "listen address");
+  if (!where.ok()) return false;
+  const std::string& host = where->host;
   if (host == "localhost" || host == "::1") return true;
   in_addr v4{};
   return inet_pton(AF_INET, host.c_str(), &v4) == 1 &&
@@ -119,10 +114,10 @@ CoordinatorServer::~CoordinatorServer() { Shutdown(); }
 
 StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const ServerOptions& options) {
-  const size_t colon = options.listen_address.rfind(':');
-  if (colon == std::string::npos || colon + 1 == options.listen_address.size()) {
-    return InvalidArgument("listen address: \"" + options.listen_address +
-                           "\" is not HOST:PORT");
+  const bool unix_socket = options.listen_address.rfind("unix:", 0) == 0;
+  io::HostPort where;
+  if (!unix_socket) {
+    GEOTRAIN_ASSIGN_OR_RETURN(where, io::ParseHostPort(options.listen_address, "listen address"));
   }
   GEOTRAIN_RETURN_IF_ERROR(CheckServerSecurity(options.listen_address, options.security));
   if (options.max_receive_message_bytes < 1024) {
@@ -163,8 +158,8 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return Unavailable("listen address " + options.listen_address +
                        ": cannot listen there (in use, or not an address of this machine)");
   }
-  server->address_ =
-      options.listen_address.substr(0, colon + 1) + std::to_string(server->port_);
+  server->address_ = unix_socket ? options.listen_address
+                                 : io::HostPort{where.host, server->port_}.ToString();
   server->scheduler_ = std::make_unique<SchedulerThread>(server->core_.get(), options.tick_period);
   return server;
 }

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/hash_random.h"
-#include "models/atomic_file_writer.h"
+#include "common/io/atomic_file_writer.h"
 #include "models/model_layout.h"
 #include "models/safetensors_checkpoint.h"
 #include "models/safetensors_writer.h"
@@ -43,8 +43,8 @@ std::vector<float> InitialValues(const TensorSpec& spec, const ModelConfig& conf
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> writer,
-                            AtomicFileWriter::Create(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::AtomicFileWriter> writer,
+                            io::AtomicFileWriter::Create(path));
   GEOTRAIN_RETURN_IF_ERROR(writer->Append(text.data(), text.size()));
   return writer->Commit();
 }

@@ -7,8 +7,8 @@
 
 #include "models/config_json/config_fields.h"
 #include "models/config_json/families.h"
-#include "models/file_contents.h"
-#include "models/strict_json.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
@@ -64,9 +64,9 @@ const char* ActivationName(Activation activation) {
 }
 
 StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::string& source) {
-  GEOTRAIN_ASSIGN_OR_RETURN(json root, ParseStrictJson(text, source));
+  GEOTRAIN_ASSIGN_OR_RETURN(json root, io::ParseStrictJson(text, source));
   if (!root.is_object()) {
-    return InvalidArgument(source + ": expected a JSON object, got " + JsonKindName(root));
+    return InvalidArgument(source + ": expected a JSON object, got " + io::JsonKindName(root));
   }
   ConfigFields fields(root, source);
   GEOTRAIN_ASSIGN_OR_RETURN(std::string model_type, fields.OptionalString("model_type", ""));
@@ -93,7 +93,7 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& text, const std::strin
 
 StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir) {
   const std::string path = model_dir + "/config.json";
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileContents(path, kMaxConfigBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileContents(path, kMaxConfigBytes));
   return ParseModelConfig(text, path);
 }
 

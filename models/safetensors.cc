@@ -3,7 +3,7 @@
 namespace geotrain::models {
 
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::MappedFile> file, io::MappedFile::Open(path));
   auto header = ParseSafetensorsHeader(file->bytes());
   if (!header.ok()) return header.status().WithContext(path);
   return std::unique_ptr<SafetensorsFile>(

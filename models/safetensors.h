@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "models/mapped_file.h"
+#include "common/io/mapped_file.h"
 #include "models/safetensors_header.h"
 #include "models/tensor_view.h"
 
@@ -36,10 +36,10 @@ class SafetensorsFile {
   StatusOr<std::vector<float>> ReadFloat32(const std::string& name) const;
 
  private:
-  SafetensorsFile(std::unique_ptr<MappedFile> file, SafetensorsHeader header)
+  SafetensorsFile(std::unique_ptr<io::MappedFile> file, SafetensorsHeader header)
       : file_(std::move(file)), header_(std::move(header)) {}
 
-  std::unique_ptr<MappedFile> file_;
+  std::unique_ptr<io::MappedFile> file_;
   SafetensorsHeader header_;
 };
 

@@ -2,8 +2,8 @@
 
 #include <sys/stat.h>
 
-#include "models/file_contents.h"
-#include "models/strict_json.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
@@ -45,27 +45,27 @@ StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::OpenDire
 
 StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::OpenIndex(
     const std::string& index_path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileContents(index_path, kMaxIndexBytes));
-  GEOTRAIN_ASSIGN_OR_RETURN(nlohmann::json root, ParseStrictJson(text, index_path));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileContents(index_path, kMaxIndexBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(nlohmann::json root, io::ParseStrictJson(text, index_path));
   if (!root.is_object()) {
-    return InvalidArgument(index_path + ": expected a JSON object, got " + JsonKindName(root));
+    return InvalidArgument(index_path + ": expected a JSON object, got " + io::JsonKindName(root));
   }
   if (!root.contains("weight_map")) return InvalidArgument(index_path + ": missing weight_map");
   const nlohmann::json& weight_map = root["weight_map"];
   if (!weight_map.is_object()) {
     return InvalidArgument(index_path + ": weight_map: expected an object, got " +
-                           JsonKindName(weight_map));
+                           io::JsonKindName(weight_map));
   }
   if (root.contains("metadata") && !root["metadata"].is_object()) {
     return InvalidArgument(index_path + ": metadata: expected an object, got " +
-                           JsonKindName(root["metadata"]));
+                           io::JsonKindName(root["metadata"]));
   }
   std::unique_ptr<SafetensorsCheckpoint> checkpoint(
       new SafetensorsCheckpoint(DirectoryOf(index_path)));
   for (const auto& [name, shard] : weight_map.items()) {
     const std::string field = index_path + ": weight_map[\"" + name + "\"]";
     if (!shard.is_string()) {
-      return InvalidArgument(field + ": expected a file name, got " + JsonKindName(shard));
+      return InvalidArgument(field + ": expected a file name, got " + io::JsonKindName(shard));
     }
     const std::string shard_name = shard.get<std::string>();
     if (!IsPlainFileName(shard_name)) {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <tuple>
 
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
@@ -23,12 +23,12 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 
 Status ParseMetadata(const json& value, std::map<std::string, std::string>* metadata) {
   if (!value.is_object()) {
-    return InvalidArgument("__metadata__: expected an object, got " + JsonKindName(value));
+    return InvalidArgument("__metadata__: expected an object, got " + io::JsonKindName(value));
   }
   for (const auto& [key, entry] : value.items()) {
     if (!entry.is_string()) {
       return InvalidArgument("__metadata__[\"" + key + "\"]: expected a string, got " +
-                             JsonKindName(entry));
+                             io::JsonKindName(entry));
     }
     (*metadata)[key] = entry.get<std::string>();
   }
@@ -37,7 +37,7 @@ Status ParseMetadata(const json& value, std::map<std::string, std::string>* meta
 
 StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const json& entry, uint64_t data_size) {
   if (!entry.is_object()) {
-    return InvalidArgument("expected an object, got " + JsonKindName(entry));
+    return InvalidArgument("expected an object, got " + io::JsonKindName(entry));
   }
   for (const char* field : {"dtype", "shape", "data_offsets"}) {
     if (!entry.contains(field)) return InvalidArgument(std::string("missing field ") + field);
@@ -46,7 +46,7 @@ StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const json& entry, uint64_t dat
 
   const json& dtype = entry["dtype"];
   if (!dtype.is_string()) {
-    return InvalidArgument("dtype: expected a string, got " + JsonKindName(dtype));
+    return InvalidArgument("dtype: expected a string, got " + io::JsonKindName(dtype));
   }
   const auto parsed_dtype = ParseDTypeName(dtype.get<std::string>());
   if (!parsed_dtype) {
@@ -56,7 +56,7 @@ StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const json& entry, uint64_t dat
 
   const json& shape = entry["shape"];
   if (!shape.is_array()) {
-    return InvalidArgument("shape: expected an array, got " + JsonKindName(shape));
+    return InvalidArgument("shape: expected an array, got " + io::JsonKindName(shape));
   }
   if (shape.size() > kMaxSafetensorsRank) {
     return InvalidArgument("shape: " + std::to_string(shape.size()) +
@@ -67,8 +67,8 @@ StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const json& entry, uint64_t dat
   for (size_t i = 0; i < shape.size(); ++i) {
     GEOTRAIN_ASSIGN_OR_RETURN(
         const uint64_t dim,
-        JsonToUnsigned(shape[i], "shape[" + std::to_string(i) + "]",
-                       static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+        io::JsonToUnsigned(shape[i], "shape[" + std::to_string(i) + "]",
+                           static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
     if (__builtin_mul_overflow(elements, dim, &elements) ||
         elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return InvalidArgument("shape: the element count overflows 64 bits");
@@ -80,12 +80,13 @@ StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const json& entry, uint64_t dat
   if (!offsets.is_array() || offsets.size() != 2) {
     return InvalidArgument("data_offsets: expected an array of two integers, got " +
                            (offsets.is_array() ? "an array of " + std::to_string(offsets.size())
-                                               : JsonKindName(offsets)));
+                                               : io::JsonKindName(offsets)));
   }
   const uint64_t no_limit = std::numeric_limits<uint64_t>::max();
   GEOTRAIN_ASSIGN_OR_RETURN(info.data_begin,
-                            JsonToUnsigned(offsets[0], "data_offsets[0]", no_limit));
-  GEOTRAIN_ASSIGN_OR_RETURN(info.data_end, JsonToUnsigned(offsets[1], "data_offsets[1]", no_limit));
+                            io::JsonToUnsigned(offsets[0], "data_offsets[0]", no_limit));
+  GEOTRAIN_ASSIGN_OR_RETURN(info.data_end,
+                            io::JsonToUnsigned(offsets[1], "data_offsets[1]", no_limit));
   if (info.data_end < info.data_begin) {
     return InvalidArgument("data_offsets: end " + std::to_string(info.data_end) +
                            " is before begin " + std::to_string(info.data_begin));
@@ -152,9 +153,9 @@ StatusOr<SafetensorsHeader> ParseSafetensorsHeader(Span<const uint8_t> file) {
                     std::to_string(file.size() - 8) + " bytes follow the length field");
   }
   const std::string_view text(reinterpret_cast<const char*>(file.data() + 8), header_length);
-  GEOTRAIN_ASSIGN_OR_RETURN(json root, ParseStrictJson(text, "header"));
+  GEOTRAIN_ASSIGN_OR_RETURN(json root, io::ParseStrictJson(text, "header"));
   if (!root.is_object()) {
-    return InvalidArgument("header: expected a JSON object, got " + JsonKindName(root));
+    return InvalidArgument("header: expected a JSON object, got " + io::JsonKindName(root));
   }
 
   SafetensorsHeader header;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/half.h"
-#include "models/atomic_file_writer.h"
+#include "common/io/atomic_file_writer.h"
 
 namespace geotrain::models {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 constexpr size_t kConvertChunk = 16384;
 
 Status WriteConverted(const float* values, size_t n, SafetensorsDType dtype,
-                      AtomicFileWriter* out) {
+                      io::AtomicFileWriter* out) {
   std::vector<uint16_t> words(std::min(n, kConvertChunk));
   for (size_t done = 0; done < n; done += kConvertChunk) {
     const size_t count = std::min(kConvertChunk, n - done);
@@ -87,7 +87,7 @@ Status SafetensorsWriter::AddEncoded(const std::string& name, SafetensorsDType d
   return OkStatus();
 }
 
-Status SafetensorsWriter::Write(const std::string& path) const {
+Status SafetensorsWriter::Write(const std::string& path, io::Env* env) const {
   // Largest elements first, then by name: contiguous and naturally aligned, as the reference
   // writer lays tensors out.
   std::vector<const std::pair<const std::string, PendingTensor>*> order;
@@ -115,7 +115,8 @@ Status SafetensorsWriter::Write(const std::string& path) const {
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t header_length = text.size();
 
-  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> out, AtomicFileWriter::Create(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::AtomicFileWriter> out,
+                            io::AtomicFileWriter::Create(path, env));
   GEOTRAIN_RETURN_IF_ERROR(out->Append(&header_length, 8));  // little-endian host
   GEOTRAIN_RETURN_IF_ERROR(out->Append(text.data(), text.size()));
   for (const auto* entry : order) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/io/env.h"
 #include "common/span.h"
 #include "common/status.h"
 #include "models/safetensors_dtype.h"
@@ -34,8 +35,8 @@ class SafetensorsWriter {
 
   size_t tensor_count() const { return tensors_.size(); }
 
-  // Writes every tensor added so far to `path` atomically.
-  Status Write(const std::string& path) const;
+  // Writes every tensor added so far to `path` atomically, through `env`.
+  Status Write(const std::string& path, io::Env* env = io::Env::Default()) const;
 
  private:
   struct PendingTensor {

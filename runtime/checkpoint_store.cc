@@ -1,25 +1,21 @@
 #include "runtime/checkpoint_store.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <system_error>
 
+#include "common/io/atomic_file_writer.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 #include "common/span.h"
-#include "models/atomic_file_writer.h"
 #include "models/data/content_fingerprint.h"
-#include "models/file_contents.h"
-#include "models/mapped_file.h"
 #include "models/safetensors.h"
 #include "models/safetensors_writer.h"
-#include "models/strict_json.h"
+#include "runtime/checkpoint_integer_tensors.h"
 
 namespace geotrain::runtime {
 
@@ -46,11 +42,6 @@ struct TensorSection {
 constexpr TensorSection kSections[] = {{"model", &RankCheckpoint::model},
                                        {"optimizer", &RankCheckpoint::optimizer},
                                        {"extra", &RankCheckpoint::extra}};
-
-// Integer dtypes kept in state.json, by their spelling there.
-constexpr std::pair<const char*, at::ScalarType> kIntegerDTypes[] = {
-    {"int64", at::kLong}, {"int32", at::kInt},  {"int16", at::kShort},
-    {"int8", at::kChar},  {"uint8", at::kByte}, {"bool", at::kBool}};
 
 std::string UniqueSuffix() {
   static std::atomic<uint64_t> counter{0};
@@ -89,56 +80,35 @@ std::string Hex64(uint64_t value) {
   return text;
 }
 
-// A filesystem error as a Status: a full disk is ResourceExhausted and says so in words an
-// operator greps for, anything else Unavailable.
-Status FileSystemError(const std::string& what, const std::error_code& error) {
-  if (error.value() == ENOSPC || error.value() == EDQUOT) {
-    return ResourceExhausted(what + ": " + error.message() + " (ENOSPC: the disk is full)");
-  }
-  return Unavailable(what + ": " + error.message());
-}
-
-Status FsyncDirectory(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Unavailable(path + ": cannot open directory: " + std::strerror(errno));
-  const int result = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (result != 0) {
-    return FileSystemError(path + ": fsync failed", std::error_code(err, std::generic_category()));
-  }
-  return OkStatus();
-}
-
 // Size and fingerprint of a whole file (models/data/content_fingerprint.h).
 struct FileDigest {
   uint64_t bytes = 0;
   uint64_t fingerprint = 0;
 };
-StatusOr<FileDigest> DigestFile(const std::string& path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(auto mapped, models::MappedFile::Open(path));
+StatusOr<FileDigest> DigestFile(io::Env* env, const std::string& path) {
+  GEOTRAIN_ASSIGN_OR_RETURN(auto mapped, env->MapFile(path));
   models::data::ContentFingerprint fingerprint;
   fingerprint.Update(mapped->bytes().data(), mapped->bytes().size());
   return FileDigest{mapped->bytes().size(), fingerprint.Finish()};
 }
 
-Status WriteJsonFile(const std::string& path, const json& value) {
+Status WriteJsonFile(io::Env* env, const std::string& path, const json& value) {
   std::string text;
   try {
     text = value.dump(1) + "\n";
   } catch (const json::exception& e) {
     return InvalidArgument(path + ": cannot serialise: " + e.what());
   }
-  GEOTRAIN_ASSIGN_OR_RETURN(auto writer, models::AtomicFileWriter::Create(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto writer, io::AtomicFileWriter::Create(path, env));
   GEOTRAIN_RETURN_IF_ERROR(writer->Append(text.data(), text.size()));
   return writer->Commit();
 }
 
-StatusOr<json> ReadJsonFile(const std::string& path, size_t max_bytes) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, models::ReadFileContents(path, max_bytes));
-  GEOTRAIN_ASSIGN_OR_RETURN(json value, models::ParseStrictJson(text, path));
+StatusOr<json> ReadJsonFile(io::Env* env, const std::string& path, size_t max_bytes) {
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileContents(path, max_bytes, env));
+  GEOTRAIN_ASSIGN_OR_RETURN(json value, io::ParseStrictJson(text, path));
   if (!value.is_object()) {
-    return DataLoss(path + ": expected an object, got " + models::JsonKindName(value));
+    return DataLoss(path + ": expected an object, got " + io::JsonKindName(value));
   }
   return value;
 }
@@ -155,7 +125,7 @@ StatusOr<int64_t> IntField(const json& object, const std::string& key, const std
   GEOTRAIN_ASSIGN_OR_RETURN(const json* value, Field(object, key, file, path));
   if (!value->is_number_integer()) {
     return DataLoss(file + ": " + path + ": expected an integer, got " +
-                    models::JsonKindName(*value));
+                    io::JsonKindName(*value));
   }
   if (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t{INT64_MAX}) {
     return DataLoss(file + ": " + path + ": out of range");
@@ -197,23 +167,7 @@ Status CollectTensors(const std::map<std::string, at::Tensor>& tensors, const st
                 .WithContext(field));
         continue;
       }
-      const auto dtype = std::find_if(std::begin(kIntegerDTypes), std::end(kIntegerDTypes),
-                                      [&](const auto& entry) { return entry.second == type; });
-      if (dtype == std::end(kIntegerDTypes)) {
-        return InvalidArgument(field + ": dtype " + std::string(c10::toString(type)) +
-                               " is neither floating point nor integer");
-      }
-      if (tensor.numel() > CheckpointStore::kMaxIntegerElements) {
-        return InvalidArgument(field + ": " + std::to_string(tensor.numel()) +
-                               " integer elements exceed the limit of " +
-                               std::to_string(CheckpointStore::kMaxIntegerElements) +
-                               " (integers are stored in state.json; store data as floats)");
-      }
-      at::Tensor values = tensor.detach().to(at::kCPU, at::kLong).contiguous();
-      const int64_t* data = values.data_ptr<int64_t>();
-      (*integers)[name] = {{"dtype", dtype->first},
-                           {"shape", values.sizes().vec()},
-                           {"values", std::vector<int64_t>(data, data + values.numel())}};
+      GEOTRAIN_ASSIGN_OR_RETURN((*integers)[name], IntegerTensorToJson(tensor, field));
     } catch (const c10::Error& e) {
       return InvalidArgument(field + ": " + e.what_without_backtrace());
     }
@@ -221,68 +175,15 @@ Status CollectTensors(const std::map<std::string, at::Tensor>& tensors, const st
   return OkStatus();
 }
 
-StatusOr<std::vector<int64_t>> ParseShape(const json& entry, const std::string& file,
-                                          const std::string& path, int64_t* elements) {
-  GEOTRAIN_ASSIGN_OR_RETURN(const json* shape_json, Field(entry, "shape", file, path + ".shape"));
-  if (!shape_json->is_array() || shape_json->size() > 16) {
-    return DataLoss(file + ": " + path + ".shape: expected an array of at most 16 sizes");
-  }
-  std::vector<int64_t> shape;
-  *elements = 1;
-  for (const json& size : *shape_json) {
-    if (!size.is_number_unsigned() ||
-        size.get<uint64_t>() > uint64_t{CheckpointStore::kMaxIntegerElements}) {
-      return DataLoss(file + ": " + path + ".shape: " + size.dump() + " is not a valid size");
-    }
-    shape.push_back(size.get<int64_t>());
-    *elements *= shape.back();
-    if (*elements > CheckpointStore::kMaxIntegerElements) {
-      return DataLoss(file + ": " + path + ".shape: too many elements");
-    }
-  }
-  return shape;
-}
-
-// One entry of state.json's integer_tensors back into a tensor of its dtype.
-StatusOr<at::Tensor> ParseIntegerTensor(const json& entry, const std::string& file,
-                                        const std::string& path) {
-  if (!entry.is_object()) return DataLoss(file + ": " + path + ": expected an object");
-  GEOTRAIN_ASSIGN_OR_RETURN(const json* dtype_json, Field(entry, "dtype", file, path + ".dtype"));
-  const auto dtype =
-      std::find_if(std::begin(kIntegerDTypes), std::end(kIntegerDTypes), [&](const auto& known) {
-        return dtype_json->is_string() && dtype_json->get<std::string>() == known.first;
-      });
-  if (dtype == std::end(kIntegerDTypes)) {
-    return DataLoss(file + ": " + path + ".dtype: unknown " + dtype_json->dump());
-  }
-  int64_t elements = 0;
-  GEOTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ParseShape(entry, file, path, &elements));
-  GEOTRAIN_ASSIGN_OR_RETURN(const json* values, Field(entry, "values", file, path + ".values"));
-  if (!values->is_array() || static_cast<int64_t>(values->size()) != elements) {
-    return DataLoss(file + ": " + path + ".values: expected an array of " +
-                    std::to_string(elements) + " integers");
-  }
-  at::Tensor tensor = at::empty(shape, at::kLong);
-  int64_t* data = tensor.data_ptr<int64_t>();
-  for (const json& value : *values) {
-    if (!value.is_number_integer() ||
-        (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX})) {
-      return DataLoss(file + ": " + path + ".values: " + value.dump() + " is not an int64");
-    }
-    *data++ = value.get<int64_t>();
-  }
-  return tensor.to(dtype->second);
-}
-
 // A tensor file whose size and fingerprint state.json recorded, read back as float32 tensors.
-StatusOr<std::map<std::string, at::Tensor>> ReadTensorFile(const std::string& path,
+StatusOr<std::map<std::string, at::Tensor>> ReadTensorFile(io::Env* env, const std::string& path,
                                                            const json& digest,
                                                            const std::string& state_file) {
   const std::string field = "files." + fs::path(path).filename().string();
   GEOTRAIN_ASSIGN_OR_RETURN(int64_t bytes, IntField(digest, "bytes", state_file, field + ".bytes"));
   GEOTRAIN_ASSIGN_OR_RETURN(const json* fingerprint,
                             Field(digest, "fingerprint", state_file, field + ".fingerprint"));
-  GEOTRAIN_ASSIGN_OR_RETURN(FileDigest actual, DigestFile(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(FileDigest actual, DigestFile(env, path));
   if (static_cast<int64_t>(actual.bytes) != bytes) {
     return DataLoss(path + ": " + std::to_string(actual.bytes) + " bytes, " + state_file +
                     " records " + std::to_string(bytes) + " (truncated or replaced)");
@@ -305,33 +206,29 @@ StatusOr<std::map<std::string, at::Tensor>> ReadTensorFile(const std::string& pa
 }
 
 // Moves a finished temporary part directory onto `part`, atomically where the filesystem can.
-Status MoveIntoPlace(const std::string& temp, const std::string& part) {
-  if (::rename(temp.c_str(), part.c_str()) == 0) return OkStatus();
-  if (errno != ENOTEMPTY && errno != EEXIST) {
-    return Unavailable(part + ": rename from " + temp + " failed: " + std::strerror(errno));
-  }
+Status MoveIntoPlace(io::Env* env, const std::string& temp, const std::string& part) {
+  // One writer per rank, so nothing else creates `part` between this check and the rename.
+  if (!env->IsDirectory(part)) return env->Rename(temp, part);
   // The part exists (a rewrite): swap the two, then delete the old one, now at `temp`.
   std::string old = temp;
-  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, part.c_str(), RENAME_EXCHANGE) != 0) {
-    if (errno != EINVAL && errno != ENOSYS) {
-      return Unavailable(part + ": exchange with " + temp + " failed: " + std::strerror(errno));
-    }
+  const Status exchanged = env->Exchange(temp, part);
+  if (exchanged.code() == StatusCode::kFailedPrecondition) {
     // No RENAME_EXCHANGE here (e.g. NFS): the part is briefly absent, its marker still present,
     // so a concurrent Read fails rather than reading a mix.
     old = part + ".old-" + UniqueSuffix();
-    if (::rename(part.c_str(), old.c_str()) != 0 || ::rename(temp.c_str(), part.c_str()) != 0) {
-      return Unavailable(part + ": replacing with " + temp + " failed: " + std::strerror(errno));
-    }
+    GEOTRAIN_RETURN_IF_ERROR(env->Rename(part, old));
+    GEOTRAIN_RETURN_IF_ERROR(env->Rename(temp, part));
+  } else if (!exchanged.ok()) {
+    return exchanged;
   }
-  std::error_code ignored;
-  fs::remove_all(old, ignored);
+  (void)env->RemoveAll(old);  // the new part is in place; a leftover is swept by the next write
   return OkStatus();
 }
 
 }  // namespace
 
 StatusOr<CheckpointStore> CheckpointStore::Open(const std::string& dir, int stage, int num_stages,
-                                                int dp_rank, int dp_size) {
+                                                int dp_rank, int dp_size, io::Env* env) {
   if (dir.empty()) return InvalidArgument("checkpoint directory: empty");
   if (num_stages < 1 || dp_size < 1) {
     return InvalidArgument("checkpoint layout: " + std::to_string(num_stages) + " stages x " +
@@ -342,22 +239,20 @@ StatusOr<CheckpointStore> CheckpointStore::Open(const std::string& dir, int stag
                            std::to_string(dp_rank) + " is outside " + std::to_string(num_stages) +
                            " stages x " + std::to_string(dp_size) + " replicas");
   }
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) return Unavailable(dir + ": cannot create checkpoint directory: " + error.message());
-  return CheckpointStore(dir, stage, num_stages, dp_rank, dp_size);
+  GEOTRAIN_RETURN_IF_ERROR(env->CreateDirectories(dir).WithContext("checkpoint directory"));
+  return CheckpointStore(env, dir, stage, num_stages, dp_rank, dp_size);
 }
 
 std::string CheckpointStore::StepDir(int64_t step) const { return dir_ + "/" + StepName(step); }
 std::string CheckpointStore::PartName() const { return RankName(stage_, dp_rank_); }
 
 StatusOr<std::vector<int64_t>> CheckpointStore::ListSteps() const {
+  StatusOr<std::vector<std::string>> names = env_->ListDirectory(dir_);
+  if (!names.ok()) return names.status().WithContext("checkpoints");
   std::vector<int64_t> steps;
-  std::error_code error;
-  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error)) {
-    if (auto step = ParseStepName(it->path().filename().string())) steps.push_back(*step);
+  for (const std::string& name : *names) {
+    if (auto step = ParseStepName(name)) steps.push_back(*step);
   }
-  if (error) return Unavailable(dir_ + ": cannot list checkpoints: " + error.message());
   std::sort(steps.rbegin(), steps.rend());
   return steps;
 }
@@ -368,8 +263,7 @@ std::vector<std::string> CheckpointStore::MissingMarkers(int64_t step) const {
   for (int replica = 0; replica < dp_size_; ++replica) {
     for (int stage = 0; stage < num_stages_; ++stage) {
       const std::string marker = RankName(stage, replica) + kMarkerSuffix;
-      std::error_code error;
-      if (!fs::is_regular_file(step_dir + "/" + marker, error)) missing.push_back(marker);
+      if (!env_->IsRegularFile(step_dir + "/" + marker)) missing.push_back(marker);
     }
   }
   return missing;
@@ -377,7 +271,7 @@ std::vector<std::string> CheckpointStore::MissingMarkers(int64_t step) const {
 
 Status CheckpointStore::CheckJobFile(int64_t step, bool* present) const {
   const std::string path = StepDir(step) + "/" + kJobFile;
-  StatusOr<json> job = ReadJsonFile(path, kMaxSmallJsonBytes);
+  StatusOr<json> job = ReadJsonFile(env_, path, kMaxSmallJsonBytes);
   *present = job.status().code() != StatusCode::kNotFound;
   if (!*present) return OkStatus();
   if (!job.ok()) return job.status();
@@ -394,7 +288,7 @@ Status CheckpointStore::CheckJobFile(int64_t step, bool* present) const {
 }
 
 Status CheckpointStore::WriteJobFile(int64_t step) const {
-  return WriteJsonFile(StepDir(step) + "/" + kJobFile, {{"format", kJobFormat},
+  return WriteJsonFile(env_, StepDir(step) + "/" + kJobFile, {{"format", kJobFormat},
                                                         {"version", kFormatVersion},
                                                         {"num_stages", num_stages_},
                                                         {"dp_size", dp_size_}});
@@ -412,11 +306,11 @@ Status CheckpointStore::WritePart(const RankCheckpoint& checkpoint,
     GEOTRAIN_RETURN_IF_ERROR(CollectTensors(checkpoint.*section.member, section.name, &writer,
                                             &keep_alive, &section_integers));
     const std::string file = std::string(section.name) + ".safetensors";
-    GEOTRAIN_RETURN_IF_ERROR(writer.Write(part_dir + "/" + file));
-    GEOTRAIN_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(part_dir + "/" + file));
+    GEOTRAIN_RETURN_IF_ERROR(writer.Write(part_dir + "/" + file, env_));
+    GEOTRAIN_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(env_, part_dir + "/" + file));
     files[file] = {{"bytes", digest.bytes}, {"fingerprint", Hex64(digest.fingerprint)}};
   }
-  return WriteJsonFile(part_dir + "/" + kStateFile, {{"format", kPartFormat},
+  return WriteJsonFile(env_, part_dir + "/" + kStateFile, {{"format", kPartFormat},
                                                      {"version", kFormatVersion},
                                                      {"step", checkpoint.step},
                                                      {"stage", stage_},
@@ -429,49 +323,34 @@ Status CheckpointStore::WritePart(const RankCheckpoint& checkpoint,
 }
 
 Status CheckpointStore::Write(const RankCheckpoint& checkpoint) {
-  Status status = WriteOnce(checkpoint);
-  if (status.code() == StatusCode::kResourceExhausted &&
-      status.message().find("ENOSPC") == std::string::npos) {
-    // The writers below report strerror's words; name the errno too.
-    status = ResourceExhausted(status.message() + " (ENOSPC: the disk is full)");
-  }
-  return status;
-}
-
-Status CheckpointStore::WriteOnce(const RankCheckpoint& checkpoint) {
   const std::string context = StepName(checkpoint.step) + "/" + PartName();
   if (checkpoint.step < 0) return InvalidArgument(context + ": step is negative");
   const std::string step_dir = StepDir(checkpoint.step);
-  std::error_code error;
-  fs::create_directories(step_dir, error);
-  if (error) return FileSystemError(step_dir + ": cannot create", error);
+  GEOTRAIN_RETURN_IF_ERROR(env_->CreateDirectories(step_dir));
   bool job_present = false;
   GEOTRAIN_RETURN_IF_ERROR(CheckJobFile(checkpoint.step, &job_present));
   if (!job_present) GEOTRAIN_RETURN_IF_ERROR(WriteJobFile(checkpoint.step));
 
   // Temporaries of this rank left by a crashed write (one writer per rank, so none is live).
   const std::string temp_prefix = PartName() + ".tmp-";
-  for (fs::directory_iterator it(step_dir, error), end; !error && it != end; it.increment(error)) {
-    if (it->path().filename().string().rfind(temp_prefix, 0) == 0) {
-      std::error_code ignored;
-      fs::remove_all(it->path(), ignored);
+  if (StatusOr<std::vector<std::string>> names = env_->ListDirectory(step_dir); names.ok()) {
+    for (const std::string& name : *names) {
+      if (name.rfind(temp_prefix, 0) == 0) (void)env_->RemoveAll(step_dir + "/" + name);
     }
   }
 
   const std::string part = step_dir + "/" + PartName();
   const std::string temp = step_dir + "/" + temp_prefix + UniqueSuffix();
-  fs::create_directory(temp, error);
-  if (error) return FileSystemError(temp + ": cannot create", error);
+  GEOTRAIN_RETURN_IF_ERROR(env_->CreateDirectory(temp));
   Status status = WritePart(checkpoint, temp);
-  if (status.ok()) status = FsyncDirectory(temp);
-  if (status.ok()) status = MoveIntoPlace(temp, part);
+  if (status.ok()) status = env_->SyncDirectory(temp);
+  if (status.ok()) status = MoveIntoPlace(env_, temp, part);
   if (!status.ok()) {
-    std::error_code ignored;
-    fs::remove_all(temp, ignored);
+    (void)env_->RemoveAll(temp);  // the failure reported is `status`
     return status.WithContext("writing checkpoint " + context);
   }
-  GEOTRAIN_RETURN_IF_ERROR(FsyncDirectory(step_dir));
-  return WriteJsonFile(part + kMarkerSuffix, {{"format", kMarkerFormat},
+  GEOTRAIN_RETURN_IF_ERROR(env_->SyncDirectory(step_dir));
+  return WriteJsonFile(env_, part + kMarkerSuffix, {{"format", kMarkerFormat},
                                               {"version", kFormatVersion},
                                               {"step", checkpoint.step},
                                               {"stage", stage_},
@@ -490,7 +369,7 @@ StatusOr<std::optional<int64_t>> CheckpointStore::NewestComplete() const {
 
 Status CheckpointStore::CheckMarker(int64_t step) const {
   const std::string path = StepDir(step) + "/" + PartName() + kMarkerSuffix;
-  GEOTRAIN_ASSIGN_OR_RETURN(json marker, ReadJsonFile(path, kMaxSmallJsonBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(json marker, ReadJsonFile(env_, path, kMaxSmallJsonBytes));
   GEOTRAIN_RETURN_IF_ERROR(ExpectHeader(marker, kMarkerFormat, path));
   GEOTRAIN_RETURN_IF_ERROR(ExpectInt(marker, "step", step, path));
   GEOTRAIN_RETURN_IF_ERROR(ExpectInt(marker, "stage", stage_, path));
@@ -500,8 +379,7 @@ Status CheckpointStore::CheckMarker(int64_t step) const {
 StatusOr<RankCheckpoint> CheckpointStore::Read(int64_t step) const {
   if (step < 0) return InvalidArgument("checkpoint step " + std::to_string(step) + ": negative");
   const std::string step_dir = StepDir(step);
-  std::error_code error;
-  if (!fs::is_directory(step_dir, error)) return NotFound(step_dir + ": no such checkpoint");
+  if (!env_->IsDirectory(step_dir)) return NotFound(step_dir + ": no such checkpoint");
   bool job_present = false;
   GEOTRAIN_RETURN_IF_ERROR(CheckJobFile(step, &job_present));
   const std::vector<std::string> missing = MissingMarkers(step);
@@ -516,7 +394,7 @@ StatusOr<RankCheckpoint> CheckpointStore::Read(int64_t step) const {
 
   const std::string part = step_dir + "/" + PartName();
   const std::string state_file = part + "/" + kStateFile;
-  GEOTRAIN_ASSIGN_OR_RETURN(json state, ReadJsonFile(state_file, kMaxStateJsonBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(json state, ReadJsonFile(env_, state_file, kMaxStateJsonBytes));
   GEOTRAIN_RETURN_IF_ERROR(ExpectHeader(state, kPartFormat, state_file));
   GEOTRAIN_RETURN_IF_ERROR(ExpectInt(state, "step", step, state_file));
   GEOTRAIN_RETURN_IF_ERROR(ExpectInt(state, "stage", stage_, state_file));
@@ -539,7 +417,8 @@ StatusOr<RankCheckpoint> CheckpointStore::Read(int64_t step) const {
     GEOTRAIN_ASSIGN_OR_RETURN(const json* digest, Field(*files, file, state_file, "files." + file));
     if (!digest->is_object()) return DataLoss(state_file + ": files." + file + ": not an object");
     std::map<std::string, at::Tensor>& tensors = checkpoint.*section.member;
-    GEOTRAIN_ASSIGN_OR_RETURN(tensors, ReadTensorFile(part + "/" + file, *digest, state_file));
+    GEOTRAIN_ASSIGN_OR_RETURN(tensors,
+                              ReadTensorFile(env_, part + "/" + file, *digest, state_file));
 
     const std::string section_path = std::string("integer_tensors.") + section.name;
     GEOTRAIN_ASSIGN_OR_RETURN(const json* section_integers,
@@ -549,7 +428,7 @@ StatusOr<RankCheckpoint> CheckpointStore::Read(int64_t step) const {
     }
     for (const auto& [name, entry] : section_integers->items()) {
       const std::string path = section_path + "[\"" + name + "\"]";
-      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor tensor, ParseIntegerTensor(entry, state_file, path));
+      GEOTRAIN_ASSIGN_OR_RETURN(at::Tensor tensor, IntegerTensorFromJson(entry, state_file, path));
       if (!tensors.emplace(name, std::move(tensor)).second) {
         return DataLoss(state_file + ": " + path + ": also in " + file);
       }
@@ -561,17 +440,11 @@ StatusOr<RankCheckpoint> CheckpointStore::Read(int64_t step) const {
 Status CheckpointStore::DeleteStep(int64_t step) const {
   const std::string step_dir = StepDir(step);
   const std::string aside = step_dir + ".deleting-" + UniqueSuffix();
-  if (::rename(step_dir.c_str(), aside.c_str()) != 0) {
-    if (errno == ENOENT) return OkStatus();  // another rank's Prune took it
-    return Unavailable(step_dir + ": cannot move aside for deletion: " + std::strerror(errno));
-  }
-  std::error_code error;
-  fs::remove_all(aside, error);
-  // ENOENT: another rank's Prune is sweeping this leftover too (see Prune).
-  if (error && error != std::errc::no_such_file_or_directory) {
-    return Unavailable(aside + ": cannot delete: " + error.message());
-  }
-  return OkStatus();
+  const Status moved = env_->Rename(step_dir, aside);
+  if (moved.code() == StatusCode::kNotFound) return OkStatus();  // another rank's Prune took it
+  GEOTRAIN_RETURN_IF_ERROR(moved.WithContext("moving a step aside for deletion"));
+  // A tree already gone is OK: another rank's Prune is sweeping this leftover too (see Prune).
+  return env_->RemoveAll(aside);
 }
 
 Status CheckpointStore::Prune(int keep) {
@@ -589,12 +462,11 @@ Status CheckpointStore::Prune(int keep) {
   }
   // Steps renamed aside by a Prune that died before deleting them. Another Prune may be deleting
   // one right now, so errors (the directory vanishing underneath) are not failures.
-  std::error_code error;
-  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("step-", 0) == 0 && name.find(".deleting-") != std::string::npos) {
-      std::error_code ignored;
-      fs::remove_all(it->path(), ignored);
+  if (StatusOr<std::vector<std::string>> names = env_->ListDirectory(dir_); names.ok()) {
+    for (const std::string& name : *names) {
+      if (name.rfind("step-", 0) == 0 && name.find(".deleting-") != std::string::npos) {
+        (void)env_->RemoveAll(dir_ + "/" + name);
+      }
     }
   }
   return OkStatus();

@@ -21,7 +21,9 @@
 // Floating-point tensors of any dtype and device are stored as float32 and read back as CPU
 // float32. Integer and bool tensors (counters such as "adamw.step") go into state.json, since the
 // safetensors writer offers only float types; at most kMaxIntegerElements each, read back with
-// their dtype. Reading validates every field and file and reports the file and field at fault.
+// their dtype (checkpoint_integer_tensors.h). Reading validates every field and file and reports
+// the file and field at fault. Every file operation goes through an io::Env (common/io/env.h), so
+// tests can inject a full disk or a failing rename.
 //
 // Thread-safety: one CheckpointStore per rank; Write must not run concurrently with itself for
 // the same rank. Different ranks may Write, and any ranks may Prune, concurrently (threads or
@@ -37,7 +39,9 @@
 #include <string>
 #include <vector>
 
+#include "common/io/env.h"
 #include "common/status.h"
+#include "runtime/checkpoint_integer_tensors.h"
 
 namespace geotrain::runtime {
 
@@ -52,16 +56,18 @@ struct RankCheckpoint {
 class CheckpointStore {
  public:
   // Largest integer tensor kept in state.json (counters, not data).
-  static constexpr int64_t kMaxIntegerElements = 1 << 16;
+  static constexpr int64_t kMaxIntegerElements = kMaxIntegerTensorElements;
 
-  // Creates `dir` if needed. Errors: ranks out of range, `dir` not creatable.
+  // Creates `dir` if needed. Errors: ranks out of range, `dir` not creatable. `env` must outlive
+  // the store.
   static StatusOr<CheckpointStore> Open(const std::string& dir, int stage, int num_stages,
-                                        int dp_rank, int dp_size);
+                                        int dp_rank, int dp_size,
+                                        io::Env* env = io::Env::Default());
 
   // Writes this rank's part of checkpoint.step (>= 0), replacing an earlier part of the same step
   // atomically. On failure nothing already saved changes and the temporary directory is removed;
   // the step's marker is never written, so the step does not count as complete. A full disk is
-  // ResourceExhausted naming ENOSPC; other I/O errors are Unavailable.
+  // ResourceExhausted (naming ENOSPC, common/io/errno_status.h); other I/O errors are Unavailable.
   Status Write(const RankCheckpoint& checkpoint);
 
   // The newest step whose S*D markers all exist; nullopt when there is none. Errors: a step at or
@@ -84,8 +90,10 @@ class CheckpointStore {
   std::string PartName() const;
 
  private:
-  CheckpointStore(std::string dir, int stage, int num_stages, int dp_rank, int dp_size)
-      : dir_(std::move(dir)),
+  CheckpointStore(io::Env* env, std::string dir, int stage, int num_stages, int dp_rank,
+                  int dp_size)
+      : env_(env),
+        dir_(std::move(dir)),
         stage_(stage),
         num_stages_(num_stages),
         dp_rank_(dp_rank),
@@ -98,12 +106,12 @@ class CheckpointStore {
   // OK when step's job.json is absent (*present = false) or matches this layout.
   Status CheckJobFile(int64_t step, bool* present) const;
   Status WriteJobFile(int64_t step) const;
-  Status WriteOnce(const RankCheckpoint& checkpoint);
   Status WritePart(const RankCheckpoint& checkpoint, const std::string& part_dir) const;
   Status CheckMarker(int64_t step) const;
   // Renames the step directory aside, then deletes it; a step already gone is not an error.
   Status DeleteStep(int64_t step) const;
 
+  io::Env* env_;
   std::string dir_;
   int stage_;
   int num_stages_;

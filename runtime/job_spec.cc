@@ -12,8 +12,8 @@
 #include <string_view>
 #include <utility>
 
-#include "models/file_contents.h"
-#include "models/tokenizer/utf8.h"
+#include "common/io/file_contents.h"
+#include "common/utf8.h"
 #include "runtime/job_file_log.h"
 #include "runtime/job_spec_problems.h"
 #include "runtime/yaml_binder.h"
@@ -198,8 +198,8 @@ Status CheckUtf8(std::string_view text) {
   int line = 1;
   size_t line_start = 0;
   for (size_t pos = 0; pos < text.size();) {
-    const models::DecodedCodePoint decoded = models::DecodeUtf8(text, pos);
-    if (decoded.code_point == models::kInvalidCodePoint) {
+    const DecodedCodePoint decoded = DecodeUtf8(text, pos);
+    if (decoded.code_point == kInvalidCodePoint) {
       char byte[8];
       std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[pos]));
       return InvalidArgument("job spec: line " + std::to_string(line) + ", byte " +
@@ -261,7 +261,7 @@ StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text) {
 }
 
 StatusOr<JobSpec> LoadJobSpecFile(const std::string& path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, models::ReadFileContents(path, kMaxJobFileBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileContents(path, kMaxJobFileBytes));
   StatusOr<JobSpec> spec = ParseJobSpec(text);
   if (!spec.ok()) return spec.status().WithContext(path);
   return spec;

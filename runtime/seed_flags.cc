@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/io/host_port.h"
 #include "runtime/job_spec.h"
 
 namespace geotrain::runtime {
@@ -41,10 +42,8 @@ StatusOr<uint64_t> ParseSeed(const std::string& flag, const std::string& text) {
 }
 
 Status CheckDistUrl(const std::string& url) {
-  const bool tcp = url.rfind("tcp://", 0) == 0;
-  const size_t colon = url.rfind(':');
-  if (tcp && colon > 6 && colon + 1 < url.size() &&
-      url.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+  if (url.rfind("tcp://", 0) == 0 &&
+      io::SplitHostPort(url.substr(6), 1, nullptr) == io::HostPortProblem::kNone) {
     return OkStatus();
   }
   if (url.rfind("file://", 0) == 0 && url.size() > 7) return OkStatus();
@@ -212,7 +211,7 @@ class SeedFlags {
                      [](A a) -> std::string& { return a->data.tokenizer_dir; });
     Flag<std::string>("--task-name", "training data: path[:weight],... (data.train)",
                       [](S v, SeedRunConfig* c) {
-                        auto sources = models::data::ParseWeightedSourceList(v);
+                        auto sources = ParseWeightedSourceList(v);
                         if (!sources.ok()) return sources.status().WithContext("--task-name");
                         c->assignment.data.train = std::move(sources).value();
                         return OkStatus();

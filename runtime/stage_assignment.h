@@ -16,7 +16,7 @@
 
 #include "common/status.h"
 #include "compression/codec_config.h"
-#include "models/data/weighted_source_list.h"
+#include "common/weighted_source_list.h"
 
 namespace geotrain::runtime {
 
@@ -84,8 +84,8 @@ struct OptimizerSettings {
 struct DataSettings {
   // kSequenceClassification needs a classifier model (config.json num_labels / id2label).
   Task task = Task::kCausalLm;
-  std::vector<models::data::WeightedSource> train;  // the mixture (path:weight)
-  std::vector<models::data::WeightedSource> valid;  // evaluation sources; empty: no evaluation
+  std::vector<WeightedSource> train;  // the mixture (path:weight)
+  std::vector<WeightedSource> valid;  // evaluation sources; empty: no evaluation
   std::string tokenizer_dir;  // vocab.json + merges.txt or tokenizer.json; empty: model_dir
   std::string cache_dir;      // token cache; empty: none
   int64_t seq_length = 128;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "models/atomic_file_writer.h"
-#include "models/file_contents.h"
-#include "models/strict_json.h"
+#include "common/io/atomic_file_writer.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::runtime {
 namespace {
@@ -28,7 +28,7 @@ std::string Dump(const json& value) {
 }
 
 Status WriteAtomically(const std::string& path, const std::string& contents) {
-  GEOTRAIN_ASSIGN_OR_RETURN(auto writer, models::AtomicFileWriter::Create(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto writer, io::AtomicFileWriter::Create(path));
   GEOTRAIN_RETURN_IF_ERROR(writer->Append(contents.data(), contents.size()));
   return writer->Commit();
 }
@@ -122,8 +122,8 @@ Status MergeTraces(const std::vector<std::string>& inputs, const std::string& ou
   json events = json::array();
   uint64_t dropped = 0;
   for (const std::string& input : inputs) {
-    GEOTRAIN_ASSIGN_OR_RETURN(std::string text, models::ReadFileContents(input, kMaxTraceBytes));
-    GEOTRAIN_ASSIGN_OR_RETURN(json trace, models::ParseStrictJson(text, input));
+    GEOTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileContents(input, kMaxTraceBytes));
+    GEOTRAIN_ASSIGN_OR_RETURN(json trace, io::ParseStrictJson(text, input));
     if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
       return InvalidArgument(input + ": not a trace: expected an object with a traceEvents array");
     }

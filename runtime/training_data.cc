@@ -13,7 +13,7 @@ StatusOr<std::unique_ptr<TrainingData>> TrainingData::Open(const StageAssignment
   GEOTRAIN_ASSIGN_OR_RETURN(data->tokenizer_, models::LoadTokenizerDirectory(tokenizer_dir));
 
   // One opener for the training and the validation sources of either task.
-  const auto open = [&](const std::vector<models::data::WeightedSource>& sources,
+  const auto open = [&](const std::vector<WeightedSource>& sources,
                         const char* field, bool validation) -> Status {
     if (settings.task == Task::kSequenceClassification) {
       GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config,

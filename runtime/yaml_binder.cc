@@ -10,7 +10,6 @@
 namespace geotrain::runtime {
 namespace {
 
-using models::data::WeightedSource;
 
 // Whole-string number parsing: no leading space, no trailing text, no overflow.
 bool ParseWholeInt(const std::string& text, int64_t* value) {
@@ -137,7 +136,7 @@ void YamlReader::Field(const char* key, std::vector<WeightedSource>* value) {
   if (node == nullptr) return;
   const std::string path = PathOf(key);
   if (node->IsScalar()) {
-    auto sources = models::data::ParseWeightedSourceList(node->Scalar());
+    auto sources = ParseWeightedSourceList(node->Scalar());
     if (!sources.ok()) return FailWith(path, *node, sources.status());
     *value = std::move(sources).value();
     return;
@@ -153,7 +152,7 @@ void YamlReader::Field(const char* key, std::vector<WeightedSource>* value) {
     value->clear();
     return;
   }
-  if (Status s = models::data::NormaliseSourceWeights(&sources); !s.ok()) {
+  if (Status s = NormaliseSourceWeights(&sources); !s.ok()) {
     return FailWith(path, *node, s);
   }
   *value = std::move(sources);

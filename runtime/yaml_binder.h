@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "models/data/weighted_source_list.h"
+#include "common/weighted_source_list.h"
 #include "runtime/job_file_log.h"
 
 namespace geotrain::runtime {
@@ -59,7 +59,7 @@ class YamlReader {
   void Field(const char* key, double* value);                   // finite
   // A sequence of "path[:weight]" strings and {path, weight} mappings, or one "a:1,b:2" string;
   // the weights normalised. An empty sequence gives an empty list.
-  void Field(const char* key, std::vector<models::data::WeightedSource>* value);
+  void Field(const char* key, std::vector<WeightedSource>* value);
   void Field(const char* key, std::vector<std::string>* value);
   // [[first, last], ...]; every range's line is noted under "key[i]".
   void Field(const char* key, LayerRanges* value);
@@ -121,7 +121,7 @@ class YamlReader {
   static bool ReadBool(const YAML::Node& node, bool* value);
   bool ReadInt(const char* key, const YAML::Node& node, int64_t* value);
   bool ReadUnsigned(const char* key, const YAML::Node& node, uint64_t* value);
-  models::data::WeightedSource ReadSource(const YAML::Node& node, const std::string& path);
+  WeightedSource ReadSource(const YAML::Node& node, const std::string& path);
 
   std::string path_;  // "compression.forward"; empty at the top
   JobFileLog* log_;
@@ -143,7 +143,7 @@ class YamlWriter {
   void Field(const char* key, uint64_t* value);
   void Field(const char* key, std::optional<uint64_t>* value);
   void Field(const char* key, double* value);
-  void Field(const char* key, std::vector<models::data::WeightedSource>* value);
+  void Field(const char* key, std::vector<WeightedSource>* value);
   void Field(const char* key, std::vector<std::string>* value);
   void Field(const char* key, LayerRanges* value);
 

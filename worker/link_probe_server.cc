@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "common/io/host_port.h"
 #include "worker/link_probe_protocol.h"
 
 namespace geotrain::worker {
@@ -29,12 +30,12 @@ std::string PeerName(const sockaddr_storage& address) {
   if (address.ss_family == AF_INET) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
     ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
-    return std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
+    return io::HostPort{text, ntohs(in->sin_port)}.ToString();
   }
   if (address.ss_family == AF_INET6) {
     const auto* in = reinterpret_cast<const sockaddr_in6*>(&address);
     ::inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof(text));
-    return "[" + std::string(text) + "]:" + std::to_string(ntohs(in->sin6_port));
+    return io::HostPort{text, ntohs(in->sin6_port)}.ToString();
   }
   return "unknown peer";
 }
@@ -44,30 +45,17 @@ std::string PeerName(const sockaddr_storage& address) {
 StatusOr<std::unique_ptr<LinkProbeServer>> LinkProbeServer::Start(const std::string& listen,
                                                                   const std::string& flag,
                                                                   LinkProbeServerOptions options) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return InvalidArgument(flag + ": \"" + listen + "\" is not HOST:PORT");
-  }
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  const std::string port_text = listen.substr(colon + 1);
-  if (port_text.empty() || port_text.size() > 5 ||
-      port_text.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(port_text) > 65535) {
-    return InvalidArgument(flag + ": \"" + listen + "\" has no port in 0..65535");
-  }
+  GEOTRAIN_ASSIGN_OR_RETURN(io::HostPort where, io::ParseHostPort(listen, flag));
   if (options.max_connections < 1) {
     return InvalidArgument("max_connections: " + std::to_string(options.max_connections) +
                            " is below 1");
   }
   int port = 0;
-  StatusOr<SocketFd> listener = probe::ListenTcp(host, std::stoi(port_text), &port);
+  StatusOr<SocketFd> listener = probe::ListenTcp(where.host, where.port, &port);
   if (!listener.ok()) {
     return listener.status().WithContext(flag + ": cannot listen on " + listen);
   }
-  std::string address = listen.substr(0, colon) + ":" + std::to_string(port);
+  std::string address = io::HostPort{where.host, port}.ToString();
   auto server = std::unique_ptr<LinkProbeServer>(
       new LinkProbeServer(std::move(listener).value(), port, std::move(address), options));
   if (::pipe2(server->wake_pipe_, O_CLOEXEC) != 0) {

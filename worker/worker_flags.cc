@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "common/io/host_port.h"
+
 namespace geotrain::worker {
 namespace fs = std::filesystem;
 
@@ -73,34 +75,12 @@ void AddDaemonFlags(CLI::App* app, DaemonFlags* flags) {
       ->capture_default_str();
 }
 
-namespace {
-
-// HOST:PORT with the port in min_port..65535.
-Status CheckAddress(const std::string& flag, const std::string& value, int min_port) {
-  const size_t colon = value.rfind(':');
-  const std::string why = flag + ": \"" + value + "\" is not HOST:PORT";
-  if (colon == std::string::npos || colon == 0) return InvalidArgument(why);
-  const std::string port = value.substr(colon + 1);
-  if (port.empty() || port.size() > 5 ||
-      port.find_first_not_of("0123456789") != std::string::npos) {
-    return InvalidArgument(why + " (the port must be a number)");
-  }
-  const int number = std::stoi(port);
-  if (number < min_port || number > 65535) {
-    return InvalidArgument(flag + ": port " + port + " is outside " + std::to_string(min_port) +
-                           "..65535");
-  }
-  return OkStatus();
-}
-
-}  // namespace
-
 Status CheckHostPort(const std::string& flag, const std::string& value) {
-  return CheckAddress(flag, value, 1);
+  return io::ParseHostPort(value, flag, 1).status();
 }
 
 Status CheckListenAddress(const std::string& flag, const std::string& value) {
-  return CheckAddress(flag, value, 0);
+  return io::ParseHostPort(value, flag, 0).status();
 }
 
 Status FinishDaemonFlags(DaemonFlags* flags) {

@@ -8,40 +8,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/io/host_port.h"
 #include "common/metrics/build_info.h"
 
 namespace geotrain {
-namespace {
-
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-
-StatusOr<HostPort> ParseHostPort(const std::string& address, const std::string& flag) {
-  const size_t colon = address.rfind(':');
-  const Status bad = InvalidArgument(flag + ": \"" + address + "\" is not HOST:PORT");
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return bad;
-  HostPort result;
-  result.host = address.substr(0, colon);
-  // "[::1]" -> "::1" for the socket layer.
-  if (result.host.size() > 2 && result.host.front() == '[' && result.host.back() == ']') {
-    result.host = result.host.substr(1, result.host.size() - 2);
-  }
-  const std::string port = address.substr(colon + 1);
-  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return bad;
-  result.port = std::atoi(port.c_str());
-  if (result.port > 65535) {
-    return InvalidArgument(flag + ": port " + port + " is out of range 0-65535");
-  }
-  return result;
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::string& address,
                                                                   const std::string& flag) {
-  GEOTRAIN_ASSIGN_OR_RETURN(HostPort where, ParseHostPort(address, flag));
+  GEOTRAIN_ASSIGN_OR_RETURN(io::HostPort where, io::ParseHostPort(address, flag));
   auto server = std::make_unique<httplib::Server>();
   // One scrape at a time is plenty, and keeps the daemon's thread count flat.
   server->new_task_queue = [] { return new httplib::ThreadPool(1); };
@@ -56,7 +30,7 @@ StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::str
     const std::string reason = errno ? std::strerror(errno) : "cannot bind";
     return Unavailable(flag + ": cannot serve metrics on " + address + ": " + reason);
   }
-  const std::string bound = address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
+  const std::string bound = io::HostPort{where.host, port}.ToString();
   return std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint(std::move(server), bound));
 }
 

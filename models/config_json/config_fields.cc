@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "models/model_config.h"
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 
@@ -26,7 +26,7 @@ StatusOr<int64_t> ConfigFields::OptionalCount(const std::string& field, int64_t 
                                               uint64_t max_value) const {
   if (!Has(field)) return fallback;
   GEOTRAIN_ASSIGN_OR_RETURN(uint64_t value,
-                            JsonToUnsigned(root_[field], source_ + ": " + field, max_value));
+                            io::JsonToUnsigned(root_[field], source_ + ": " + field, max_value));
   return static_cast<int64_t>(value);
 }
 
@@ -34,7 +34,7 @@ StatusOr<int64_t> ConfigFields::OptionalInteger(const std::string& field, int64_
   if (!Has(field)) return fallback;
   const json& value = root_[field];
   if (!value.is_number_integer()) {
-    return Error(field, "expected an integer, got " + JsonKindName(value));
+    return Error(field, "expected an integer, got " + io::JsonKindName(value));
   }
   constexpr int64_t kLimit = static_cast<int64_t>(kMaxModelDimension);
   const bool in_range = value.is_number_unsigned()
@@ -48,7 +48,7 @@ StatusOr<double> ConfigFields::OptionalPositiveNumber(const std::string& field,
                                                       double fallback) const {
   if (!Has(field)) return fallback;
   const json& value = root_[field];
-  if (!value.is_number()) return Error(field, "expected a number, got " + JsonKindName(value));
+  if (!value.is_number()) return Error(field, "expected a number, got " + io::JsonKindName(value));
   const double number = value.get<double>();
   if (!(number > 0) || !std::isfinite(number)) {
     return Error(field, value.dump() + " must be a positive finite number");
@@ -59,7 +59,9 @@ StatusOr<double> ConfigFields::OptionalPositiveNumber(const std::string& field,
 StatusOr<bool> ConfigFields::OptionalBool(const std::string& field, bool fallback) const {
   if (!Has(field)) return fallback;
   const json& value = root_[field];
-  if (!value.is_boolean()) return Error(field, "expected a boolean, got " + JsonKindName(value));
+  if (!value.is_boolean()) {
+    return Error(field, "expected a boolean, got " + io::JsonKindName(value));
+  }
   return value.get<bool>();
 }
 
@@ -67,7 +69,7 @@ StatusOr<std::string> ConfigFields::OptionalString(const std::string& field,
                                                    std::string fallback) const {
   if (!Has(field)) return fallback;
   const json& value = root_[field];
-  if (!value.is_string()) return Error(field, "expected a string, got " + JsonKindName(value));
+  if (!value.is_string()) return Error(field, "expected a string, got " + io::JsonKindName(value));
   return value.get<std::string>();
 }
 

@@ -7,7 +7,7 @@
 
 #include "models/config_json/families.h"
 #include "models/config_json/shared_keys.h"
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
@@ -32,7 +32,7 @@ StatusOr<std::vector<std::string>> ParseDebertaList(const ConfigFields& fields,
     for (size_t i = 0; i < value.size(); ++i) {
       if (!value[i].is_string()) {
         return fields.Error(field + "[" + std::to_string(i) + "]",
-                            "expected a string, got " + JsonKindName(value[i]));
+                            "expected a string, got " + io::JsonKindName(value[i]));
       }
       entries.push_back(value[i].get<std::string>());
     }
@@ -40,7 +40,7 @@ StatusOr<std::vector<std::string>> ParseDebertaList(const ConfigFields& fields,
   }
   if (!value.is_string()) {
     return fields.Error(field, "expected a string or a list of strings, got " +
-                                   JsonKindName(value));
+                                   io::JsonKindName(value));
   }
   std::string text = value.get<std::string>();
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

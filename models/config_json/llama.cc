@@ -1,7 +1,7 @@
 // Llama (LlamaConfig) and Qwen2 (Qwen2Config): RoPE, grouped-query attention, SwiGLU.
 #include "models/config_json/families.h"
 #include "models/config_json/shared_keys.h"
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
@@ -25,7 +25,7 @@ Status ParseQwen2Attention(const ConfigFields& fields, ModelConfig* config) {
   if (!fields.Has("layer_types")) return OkStatus();
   const json& types = fields["layer_types"];
   if (!types.is_array()) {
-    return fields.Error("layer_types", "expected an array, got " + JsonKindName(types));
+    return fields.Error("layer_types", "expected an array, got " + io::JsonKindName(types));
   }
   for (size_t i = 0; i < types.size(); ++i) {
     if (types[i] != "full_attention") {

@@ -1,6 +1,6 @@
 #include "models/config_json/shared_keys.h"
 
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 
@@ -89,7 +89,7 @@ Status ParseRope(const ConfigFields& fields, ModelConfig* config, double* partia
   if (!fields.Has("rope_parameters")) return OkStatus();
   const json& rope = fields["rope_parameters"];
   if (!rope.is_object()) {
-    return fields.Error("rope_parameters", "expected an object, got " + JsonKindName(rope));
+    return fields.Error("rope_parameters", "expected an object, got " + io::JsonKindName(rope));
   }
   const ConfigFields rope_fields(rope, fields.source() + ": rope_parameters");
   for (const auto& [key, value] : rope.items()) {
@@ -128,7 +128,7 @@ Status ParseClassifierHead(const ConfigFields& fields, ModelConfig* config) {
   if (fields.Has("id2label")) {
     if (!fields["id2label"].is_object()) {
       return fields.Error("id2label", "expected an object, got " +
-                                          JsonKindName(fields["id2label"]));
+                                          io::JsonKindName(fields["id2label"]));
     }
     from_id2label = static_cast<int64_t>(fields["id2label"].size());
   }

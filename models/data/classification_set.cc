@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "models/data/sample_id.h"
-#include "models/file_contents.h"
-#include "models/strict_json.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models::data {
 namespace {
@@ -90,7 +90,7 @@ class ExampleReader {
 
   StatusOr<RawExample> FromJson(size_t line, std::string_view text) const {
     const std::string where = path_ + ":" + std::to_string(line);
-    GEOTRAIN_ASSIGN_OR_RETURN(json object, ParseStrictJson(std::string(text), where));
+    GEOTRAIN_ASSIGN_OR_RETURN(json object, io::ParseStrictJson(std::string(text), where));
     if (!object.is_object()) return Error(line, "(line)", "expected a JSON object");
     RawExample example;
     const auto string_field = [&](const std::string& field, std::string* out) -> Status {
@@ -176,7 +176,7 @@ bool IsTsv(const std::string& path) {
 
 StatusOr<std::vector<RawExample>> ReadExamples(const ClassificationOptions& options,
                                                const std::string& path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string contents, ReadFileContents(path, kMaxFileBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string contents, io::ReadFileContents(path, kMaxFileBytes));
   ExampleReader reader(options, path);
   const bool tsv = IsTsv(path);
   int64_t unused = 0;

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models::data {
 
@@ -12,7 +12,7 @@ nlohmann::json DataPositionToJson(const DataPosition& position) {
 
 StatusOr<DataPosition> DataPositionFromJson(const nlohmann::json& json) {
   if (!json.is_object()) {
-    return InvalidArgument("data position: expected an object, got " + JsonKindName(json));
+    return InvalidArgument("data position: expected an object, got " + io::JsonKindName(json));
   }
   for (const auto& item : json.items()) {
     if (item.key() != "epoch" && item.key() != "index") {
@@ -24,8 +24,8 @@ StatusOr<DataPosition> DataPositionFromJson(const nlohmann::json& json) {
     if (!json.contains(field)) {
       return InvalidArgument(std::string("data position: ") + field + " is missing");
     }
-    auto value = JsonToUnsigned(json.at(field), std::string("data position: ") + field,
-                                std::numeric_limits<int64_t>::max());
+    auto value = io::JsonToUnsigned(json.at(field), std::string("data position: ") + field,
+                                    std::numeric_limits<int64_t>::max());
     if (!value.ok()) return value.status();
     (std::string(field) == "epoch" ? position.epoch : position.index) = *value;
   }

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models::data {
 namespace {
@@ -28,7 +28,7 @@ Status ForEachJsonlDocument(std::string_view contents, const std::string& path,
       return InvalidArgument(where + ": empty line, expected a JSON object with a string " +
                              field_name);
     }
-    auto parsed = ParseStrictJson(line, where);
+    auto parsed = io::ParseStrictJson(line, where);
     if (!parsed.ok()) {
       return InvalidArgument(parsed.status().message() + " (expected a JSON object with a string " +
                              field_name + ")");
@@ -36,13 +36,13 @@ Status ForEachJsonlDocument(std::string_view contents, const std::string& path,
     const nlohmann::json& object = *parsed;
     if (!object.is_object()) {
       return InvalidArgument(where + ": expected a JSON object with a string " + field_name +
-                             ", got " + JsonKindName(object));
+                             ", got " + io::JsonKindName(object));
     }
     const auto it = object.find(field);
     if (it == object.end()) return InvalidArgument(where + ": " + field_name + " is missing");
     if (!it->is_string()) {
       return InvalidArgument(where + ": " + field_name + " must be a string, got " +
-                             JsonKindName(*it));
+                             io::JsonKindName(*it));
     }
     on_document(it->get_ref<const std::string&>());
   }

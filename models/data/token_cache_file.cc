@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/bytes.h"
-#include "models/atomic_file_writer.h"
+#include "common/io/atomic_file_writer.h"
 #include "models/data/content_fingerprint.h"
 
 namespace geotrain::models::data {
@@ -38,7 +38,7 @@ Status WriteTokenCacheFile(const std::string& path, const TokenCacheKey& key,
   if (header.size() != kHeaderSize) return Internal("token cache header size mismatch");
   const uint64_t checksum = TokensFingerprint(tokens);
 
-  GEOTRAIN_ASSIGN_OR_RETURN(auto file, AtomicFileWriter::Create(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto file, io::AtomicFileWriter::Create(path));
   GEOTRAIN_RETURN_IF_ERROR(file->Append(header.data(), header.size()));
   GEOTRAIN_RETURN_IF_ERROR(file->Append(tokens.data(), tokens.size() * sizeof(uint32_t)));
   GEOTRAIN_RETURN_IF_ERROR(file->Append(&checksum, sizeof(checksum)));
@@ -46,7 +46,7 @@ Status WriteTokenCacheFile(const std::string& path, const TokenCacheKey& key,
 }
 
 StatusOr<std::unique_ptr<TokenCacheFile>> TokenCacheFile::Open(const std::string& path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto file, io::MappedFile::Open(path));
   const Span<const uint8_t> bytes = file->bytes();
   ByteReader reader(bytes);
   auto fail = [&](const Status& status) { return status.WithContext(path + ": token cache"); };

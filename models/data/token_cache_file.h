@@ -26,7 +26,7 @@
 
 #include "common/span.h"
 #include "common/status.h"
-#include "models/mapped_file.h"
+#include "common/io/mapped_file.h"
 
 namespace geotrain::models::data {
 
@@ -60,10 +60,11 @@ class TokenCacheFile {
   Span<const uint32_t> tokens() const { return tokens_; }
 
  private:
-  TokenCacheFile(std::unique_ptr<MappedFile> file, TokenCacheKey key, Span<const uint32_t> tokens)
+  TokenCacheFile(std::unique_ptr<io::MappedFile> file, TokenCacheKey key,
+                 Span<const uint32_t> tokens)
       : file_(std::move(file)), key_(key), tokens_(tokens) {}
 
-  std::unique_ptr<MappedFile> file_;
+  std::unique_ptr<io::MappedFile> file_;
   TokenCacheKey key_;
   Span<const uint32_t> tokens_;  // points into file_
 };

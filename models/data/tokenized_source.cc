@@ -10,7 +10,7 @@
 
 #include "models/data/content_fingerprint.h"
 #include "models/data/source_documents.h"
-#include "models/mapped_file.h"
+#include "common/io/mapped_file.h"
 
 namespace geotrain::models::data {
 namespace {
@@ -64,7 +64,7 @@ StatusOr<std::unique_ptr<TokenizedSource>> TokenizedSource::Load(
     return err == ENOENT ? NotFound(message) : Unavailable(message);
   }
   if (!S_ISREG(st.st_mode)) return InvalidArgument(path + ": not a regular file");
-  GEOTRAIN_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto file, io::MappedFile::Open(path));
   const Span<const uint8_t> bytes = file->bytes();
   if (bytes.size() != static_cast<uint64_t>(st.st_size)) {
     return Unavailable(path + ": changed while being opened");

@@ -320,7 +320,7 @@ class GgufParser {
 };
 
 StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapping, MappedFile::Open(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::MappedFile> mapping, io::MappedFile::Open(path));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
   file->mapping_ = std::move(mapping);

@@ -28,7 +28,7 @@
 #include "common/status.h"
 #include "models/gguf/ggml_type.h"
 #include "models/gguf/gguf_value.h"
-#include "models/mapped_file.h"
+#include "common/io/mapped_file.h"
 
 namespace geotrain::models {
 
@@ -84,7 +84,7 @@ class GgufFile {
   GgufFile() = default;
 
   std::string path_;
-  std::unique_ptr<MappedFile> mapping_;
+  std::unique_ptr<io::MappedFile> mapping_;
   uint32_t version_ = 0;
   uint64_t alignment_ = kDefaultAlignment;
   uint64_t data_offset_ = 0;

@@ -8,7 +8,7 @@
 #include <map>
 #include <regex>
 
-#include "models/atomic_file_writer.h"
+#include "common/io/atomic_file_writer.h"
 #include "models/gguf/gguf_tokenizer_json.h"
 #include "models/model_layout.h"
 #include "models/safetensors_writer.h"
@@ -65,8 +65,8 @@ Status MakeDirectory(const std::string& dir) {
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> writer,
-                            AtomicFileWriter::Create(path));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::AtomicFileWriter> writer,
+                            io::AtomicFileWriter::Create(path));
   GEOTRAIN_RETURN_IF_ERROR(writer->Append(text.data(), text.size()));
   return writer->Commit();
 }

@@ -1,6 +1,6 @@
 #include "models/tokenizer/bpe_file_parsing.h"
 
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
@@ -23,13 +23,14 @@ StatusOr<std::unordered_map<std::string, int32_t>> ParseVocabObject(const nlohma
                                                                     const std::string& source) {
   if (!vocab.is_object()) {
     return InvalidArgument(source + ": expected an object of token -> id, got " +
-                           JsonKindName(vocab));
+                           io::JsonKindName(vocab));
   }
   std::unordered_map<std::string, int32_t> result;
   result.reserve(vocab.size());
   for (const auto& [spelling, id] : vocab.items()) {
-    GEOTRAIN_ASSIGN_OR_RETURN(const uint64_t value,
-                              JsonToUnsigned(id, source + "[\"" + spelling + "\"]", kMaxTokenId));
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        const uint64_t value,
+        io::JsonToUnsigned(id, source + "[\"" + spelling + "\"]", kMaxTokenId));
     result.emplace(spelling, static_cast<int32_t>(value));
   }
   return result;
@@ -63,7 +64,7 @@ StatusOr<ParsedMerges> ParseMergesText(std::string_view text, const std::string&
 StatusOr<std::vector<BpeMergeRule>> ParseMergesJson(const nlohmann::json& merges,
                                                     const std::string& source) {
   if (!merges.is_array()) {
-    return InvalidArgument(source + ": expected an array, got " + JsonKindName(merges));
+    return InvalidArgument(source + ": expected an array, got " + io::JsonKindName(merges));
   }
   std::vector<BpeMergeRule> rules;
   rules.reserve(merges.size());

@@ -4,7 +4,7 @@
 #include <queue>
 
 #include "models/tokenizer/byte_level_alphabet.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {

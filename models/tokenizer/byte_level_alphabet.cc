@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {

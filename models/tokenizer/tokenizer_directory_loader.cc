@@ -1,8 +1,8 @@
 // LoadTokenizerDirectory (tokenizer_loaders.h): which files of a model directory to read.
 #include <sys/stat.h>
 
-#include "models/file_contents.h"
-#include "models/strict_json.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 #include "models/tokenizer/tokenizer_loaders.h"
 
 namespace geotrain::models {
@@ -18,10 +18,10 @@ bool Exists(const std::string& path) {
 // The settings of transformers' tokenizer_config.json that change how BertTokenizerFast built
 // from vocab.txt normalizes; other keys are about the Python wrapper and are not read.
 Status ApplyTokenizerConfig(const std::string& path, WordPieceVocabOptions* options) {
-  GEOTRAIN_ASSIGN_OR_RETURN(const std::string text, ReadFileContents(path, kMaxConfigBytes));
-  GEOTRAIN_ASSIGN_OR_RETURN(const nlohmann::json config, ParseStrictJson(text, path));
+  GEOTRAIN_ASSIGN_OR_RETURN(const std::string text, io::ReadFileContents(path, kMaxConfigBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(const nlohmann::json config, io::ParseStrictJson(text, path));
   if (!config.is_object()) {
-    return InvalidArgument(path + ": expected a JSON object, got " + JsonKindName(config));
+    return InvalidArgument(path + ": expected a JSON object, got " + io::JsonKindName(config));
   }
   BertNormalizerOptions& normalizer = options->tokenizer.normalizer;
   const auto read_bool = [&](const char* key, bool* value) -> Status {
@@ -29,7 +29,7 @@ Status ApplyTokenizerConfig(const std::string& path, WordPieceVocabOptions* opti
     if (it == config.end() || it->is_null()) return OkStatus();
     if (!it->is_boolean()) {
       return InvalidArgument(path + ": " + key + ": expected a boolean, got " +
-                             JsonKindName(*it));
+                             io::JsonKindName(*it));
     }
     *value = it->get<bool>();
     return OkStatus();

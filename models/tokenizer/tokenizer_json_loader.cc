@@ -1,8 +1,8 @@
 // LoadTokenizerJson and LoadAnyTokenizerJson (tokenizer_loaders.h): Hugging Face tokenizer.json
 // with a byte-level BPE model, or dispatched to the WordPiece (wordpiece_json_loader.cc) or
 // Unigram (unigram_json_loader.cc) loader.
-#include "models/file_contents.h"
-#include "models/strict_json.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 #include "models/tokenizer/bpe_file_parsing.h"
 #include "models/tokenizer/tokenizer_json_reader.h"
 #include "models/tokenizer/tokenizer_loaders.h"
@@ -51,7 +51,7 @@ class BpeJsonChecks : public TokenizerJsonReader {
     std::string field = "pre_tokenizer";
     if (pre == nullptr)
       return Error(field, "missing; byte-level BPE needs a ByteLevel pre-tokenizer");
-    if (!pre->is_object()) return Error(field, "expected an object, got " + JsonKindName(*pre));
+    if (!pre->is_object()) return Error(field, "expected an object, got " + io::JsonKindName(*pre));
     const json* type = Field(*pre, "type");
     if (type != nullptr && type->is_string() && type->get<std::string>() == "Sequence") {
       constexpr const char* kSupportedSequences =
@@ -108,11 +108,11 @@ class BpeJsonChecks : public TokenizerJsonReader {
 }  // namespace
 
 StatusOr<nlohmann::json> ReadTokenizerJson(const std::string& path) {
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileContents(path, kMaxTokenizerJsonBytes));
-  GEOTRAIN_ASSIGN_OR_RETURN(json root, ParseStrictJson(text, path));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileContents(path, kMaxTokenizerJsonBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(json root, io::ParseStrictJson(text, path));
   text.clear();
   if (!root.is_object()) {
-    return InvalidArgument(path + ": expected a JSON object, got " + JsonKindName(root));
+    return InvalidArgument(path + ": expected a JSON object, got " + io::JsonKindName(root));
   }
   return root;
 }
@@ -149,7 +149,7 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizerFromJson(const std::string& 
   const json* model = TokenizerJsonReader::Field(root, "model");
   if (model == nullptr) return reader.Error("model", "missing");
   if (!model->is_object())
-    return reader.Error("model", "expected an object, got " + JsonKindName(*model));
+    return reader.Error("model", "expected an object, got " + io::JsonKindName(*model));
   BpeModelOptions model_options;
   GEOTRAIN_RETURN_IF_ERROR(reader.CheckModel(*model, &model_options));
   BpeTokenizerOptions tokenizer_options;

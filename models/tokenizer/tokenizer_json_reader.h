@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 #include "models/tokenizer/added_token_matcher.h"
 #include "models/tokenizer/bpe_model.h"
 #include "models/tokenizer/bpe_tokenizer.h"
@@ -60,7 +60,7 @@ class TokenizerJsonReader {
     const json* value = Field(parent, key);
     if (value == nullptr) return default_value;
     if (!value->is_boolean())
-      return Error(field, "expected a boolean, got " + JsonKindName(*value));
+      return Error(field, "expected a boolean, got " + io::JsonKindName(*value));
     return value->get<bool>();
   }
 
@@ -69,14 +69,16 @@ class TokenizerJsonReader {
     const json* added = Field(root_, "added_tokens");
     if (added == nullptr) return tokens;
     if (!added->is_array())
-      return Error("added_tokens", "expected an array, got " + JsonKindName(*added));
+      return Error("added_tokens", "expected an array, got " + io::JsonKindName(*added));
     for (size_t i = 0; i < added->size(); ++i) {
       const json& entry = (*added)[i];
       const std::string field = "added_tokens[" + std::to_string(i) + "]";
-      if (!entry.is_object()) return Error(field, "expected an object, got " + JsonKindName(entry));
+      if (!entry.is_object()) {
+        return Error(field, "expected an object, got " + io::JsonKindName(entry));
+      }
       const json* id = Field(entry, "id");
       if (id == nullptr) return Error(field + ".id", "missing");
-      auto id_value = JsonToUnsigned(*id, path_ + ": " + field + ".id", kMaxTokenId);
+      auto id_value = io::JsonToUnsigned(*id, path_ + ": " + field + ".id", kMaxTokenId);
       if (!id_value.ok()) return id_value.status();
       const json* content = Field(entry, "content");
       if (content == nullptr) return Error(field + ".content", "missing");

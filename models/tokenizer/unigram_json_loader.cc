@@ -1,10 +1,10 @@
 // LoadUnigramTokenizerJson (tokenizer_loaders.h): Hugging Face tokenizer.json with a Unigram model
 // (SentencePiece; DeBERTa-v2/v3 as transformers' DebertaV2Tokenizer writes it). What is not
 // implemented is refused by name.
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 #include "models/tokenizer/tokenizer_json_reader.h"
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {
@@ -37,7 +37,7 @@ class UnigramJsonChecks : public TokenizerJsonReader {
                          "geotrain needs an unknown piece for characters no piece covers");
     }
     GEOTRAIN_ASSIGN_OR_RETURN(const uint64_t value,
-                              JsonToUnsigned(*unk, path_ + ": model.unk_id", kMaxTokenId));
+                              io::JsonToUnsigned(*unk, path_ + ": model.unk_id", kMaxTokenId));
     *unk_id = static_cast<int32_t>(value);
     GEOTRAIN_ASSIGN_OR_RETURN(const bool byte_fallback,
                               Bool(model, "byte_fallback", "model.byte_fallback", false));
@@ -52,7 +52,7 @@ class UnigramJsonChecks : public TokenizerJsonReader {
     const json* vocab = Field(model, "vocab");
     if (vocab == nullptr) return Error("model.vocab", "missing");
     if (!vocab->is_array()) {
-      return Error("model.vocab", "expected an array, got " + JsonKindName(*vocab));
+      return Error("model.vocab", "expected an array, got " + io::JsonKindName(*vocab));
     }
     std::vector<std::pair<std::string, double>> out;
     out.reserve(vocab->size());
@@ -73,7 +73,7 @@ class UnigramJsonChecks : public TokenizerJsonReader {
     const json* normalizer = Field(root_, "normalizer");
     if (normalizer == nullptr) return OkStatus();
     if (!normalizer->is_object()) {
-      return Error("normalizer", "expected an object, got " + JsonKindName(*normalizer));
+      return Error("normalizer", "expected an object, got " + io::JsonKindName(*normalizer));
     }
     const json* type = Field(*normalizer, "type");
     if (type != nullptr && type->is_string() && type->get<std::string>() == "Sequence") {
@@ -99,7 +99,7 @@ class UnigramJsonChecks : public TokenizerJsonReader {
     if (pre == nullptr) {
       return Error(field, "missing; geotrain implements Unigram models with Metaspace");
     }
-    if (!pre->is_object()) return Error(field, "expected an object, got " + JsonKindName(*pre));
+    if (!pre->is_object()) return Error(field, "expected an object, got " + io::JsonKindName(*pre));
     const json* type = Field(*pre, "type");
     if (type != nullptr && type->is_string() && type->get<std::string>() == "Sequence") {
       GEOTRAIN_RETURN_IF_ERROR(CheckKeys(*pre, field, {"type", "pretokenizers"}));
@@ -124,7 +124,7 @@ class UnigramJsonChecks : public TokenizerJsonReader {
       return Error("decoder", "missing; geotrain decodes Unigram models with Metaspace");
     }
     if (!decoder->is_object()) {
-      return Error("decoder", "expected an object, got " + JsonKindName(*decoder));
+      return Error("decoder", "expected an object, got " + io::JsonKindName(*decoder));
     }
     bool split = true;  // the decoder does not split
     return CheckMetaspace(*decoder, "decoder", &options->decoder_replacement,
@@ -262,7 +262,7 @@ StatusOr<std::unique_ptr<UnigramTokenizer>> UnigramTokenizerFromJson(const std::
   const json* model = TokenizerJsonReader::Field(root, "model");
   if (model == nullptr) return reader.Error("model", "missing");
   if (!model->is_object())
-    return reader.Error("model", "expected an object, got " + JsonKindName(*model));
+    return reader.Error("model", "expected an object, got " + io::JsonKindName(*model));
   const json* type = TokenizerJsonReader::Field(*model, "type");
   if (type == nullptr) return reader.Error("model.type", "missing");
   if (!type->is_string() || type->get<std::string>() != "Unigram") {

@@ -7,7 +7,7 @@
 #include "models/tokenizer/bert_unicode.h"
 #include "models/tokenizer/bpe_model.h"
 #include "models/tokenizer/unicode_nfc.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {

@@ -1,6 +1,6 @@
 // LoadVocabMergesTokenizer (tokenizer_loaders.h).
-#include "models/file_contents.h"
-#include "models/strict_json.h"
+#include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 #include "models/tokenizer/bpe_file_parsing.h"
 #include "models/tokenizer/tokenizer_loaders.h"
 
@@ -17,13 +17,13 @@ StatusOr<std::unique_ptr<BpeTokenizer>> LoadVocabMergesTokenizer(
     const std::string& vocab_path, const std::string& merges_path,
     const VocabMergesOptions& options) {
   GEOTRAIN_ASSIGN_OR_RETURN(std::string vocab_text,
-                            ReadFileContents(vocab_path, kMaxTokenizerFileBytes));
-  GEOTRAIN_ASSIGN_OR_RETURN(nlohmann::json vocab_json, ParseStrictJson(vocab_text, vocab_path));
+                            io::ReadFileContents(vocab_path, kMaxTokenizerFileBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(nlohmann::json vocab_json, io::ParseStrictJson(vocab_text, vocab_path));
   GEOTRAIN_ASSIGN_OR_RETURN(auto vocab, ParseVocabObject(vocab_json, vocab_path));
   vocab_json = nullptr;  // free the DOM before building the model
 
   GEOTRAIN_ASSIGN_OR_RETURN(std::string merges_text,
-                            ReadFileContents(merges_path, kMaxTokenizerFileBytes));
+                            io::ReadFileContents(merges_path, kMaxTokenizerFileBytes));
   GEOTRAIN_ASSIGN_OR_RETURN(ParsedMerges merges, ParseMergesText(merges_text, merges_path));
 
   std::vector<AddedToken> special;

@@ -1,6 +1,6 @@
 // LoadWordPieceTokenizerJson (tokenizer_loaders.h): Hugging Face tokenizer.json with a WordPiece
 // model (BERT). What is not implemented is refused by name.
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 #include "models/tokenizer/bpe_file_parsing.h"
 #include "models/tokenizer/tokenizer_json_reader.h"
 #include "models/tokenizer/tokenizer_loaders.h"
@@ -22,7 +22,7 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
       return OkStatus();
     }
     if (!normalizer->is_object()) {
-      return Error("normalizer", "expected an object, got " + JsonKindName(*normalizer));
+      return Error("normalizer", "expected an object, got " + io::JsonKindName(*normalizer));
     }
     const json* type = Field(*normalizer, "type");
     if (type == nullptr || !type->is_string() || type->get<std::string>() != "BertNormalizer") {
@@ -52,7 +52,7 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
       return Error("pre_tokenizer", "missing; WordPiece models need the BertPreTokenizer");
     }
     if (!pre->is_object()) {
-      return Error("pre_tokenizer", "expected an object, got " + JsonKindName(*pre));
+      return Error("pre_tokenizer", "expected an object, got " + io::JsonKindName(*pre));
     }
     const json* type = Field(*pre, "type");
     if (type == nullptr || !type->is_string() || type->get<std::string>() != "BertPreTokenizer") {
@@ -74,7 +74,7 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
     if (const json* max = Field(model, "max_input_chars_per_word")) {
       GEOTRAIN_ASSIGN_OR_RETURN(
           const uint64_t value,
-          JsonToUnsigned(*max, path_ + ": model.max_input_chars_per_word", 1ull << 32));
+          io::JsonToUnsigned(*max, path_ + ": model.max_input_chars_per_word", 1ull << 32));
       options->max_input_chars_per_word = static_cast<size_t>(value);
     }
     return OkStatus();
@@ -88,7 +88,7 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
                               "decoder");
     }
     if (!decoder->is_object()) {
-      return Error("decoder", "expected an object, got " + JsonKindName(*decoder));
+      return Error("decoder", "expected an object, got " + io::JsonKindName(*decoder));
     }
     const json* type = Field(*decoder, "type");
     if (type == nullptr || !type->is_string() || type->get<std::string>() != "WordPiece") {
@@ -151,7 +151,9 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
                                const std::string& default_value) const {
     const json* value = Field(parent, key);
     if (value == nullptr) return default_value;
-    if (!value->is_string()) return Error(field, "expected a string, got " + JsonKindName(*value));
+    if (!value->is_string()) {
+      return Error(field, "expected a string, got " + io::JsonKindName(*value));
+    }
     return value->get<std::string>();
   }
 };
@@ -164,7 +166,7 @@ StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizerFromJson(
   const json* model = TokenizerJsonReader::Field(root, "model");
   if (model == nullptr) return reader.Error("model", "missing");
   if (!model->is_object())
-    return reader.Error("model", "expected an object, got " + JsonKindName(*model));
+    return reader.Error("model", "expected an object, got " + io::JsonKindName(*model));
   const json* type = TokenizerJsonReader::Field(*model, "type");
   if (type == nullptr) return reader.Error("model.type", "missing");
   if (!type->is_string() || type->get<std::string>() != "WordPiece") {

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "models/tokenizer/bpe_model.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models {
 

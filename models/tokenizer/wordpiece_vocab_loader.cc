@@ -1,8 +1,8 @@
 // LoadWordPieceVocab (tokenizer_loaders.h): BERT's vocab.txt.
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/tokenizer/bert_unicode.h"
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {
@@ -25,7 +25,8 @@ std::string_view TrimEnd(std::string_view line) {
 
 StatusOr<std::unique_ptr<WordPieceTokenizer>> LoadWordPieceVocab(
     const std::string& vocab_path, const WordPieceVocabOptions& options) {
-  GEOTRAIN_ASSIGN_OR_RETURN(const std::string text, ReadFileContents(vocab_path, kMaxVocabBytes));
+  GEOTRAIN_ASSIGN_OR_RETURN(const std::string text,
+                            io::ReadFileContents(vocab_path, kMaxVocabBytes));
   if (!IsValidUtf8(text)) return InvalidArgument(vocab_path + ": not valid UTF-8");
   std::unordered_map<std::string, int32_t> vocab;
   size_t line_start = 0;

@@ -23,6 +23,7 @@
 #include <iostream>
 #include <vector>
 
+#include "common/io/host_port.h"
 #include "net/gloo_transport.h"
 #include "runtime/frame_key_file.h"
 #include "runtime/rank_runner.h"
@@ -40,20 +41,11 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const SeedRunConfig& config,
     return net::CreateFileStore(url.substr(7), config.world_size, timeout);
   }
   if (url.rfind("tcp://", 0) == 0) {
-    const std::string address = url.substr(6);
-    const size_t colon = address.rfind(':');
-    if (colon == std::string::npos) {
-      return InvalidArgument("--dist-url: \"" + url + "\" has no port (tcp://HOST:PORT)");
-    }
+    GEOTRAIN_ASSIGN_OR_RETURN(io::HostPort where,
+                              io::ParseHostPort(url.substr(6), "--dist-url", 1));
     net::TcpStoreOptions options;
-    options.host = address.substr(0, colon);
-    try {
-      const int port = std::stoi(address.substr(colon + 1));
-      if (port <= 0 || port > 65535) throw std::out_of_range("port");
-      options.port = static_cast<uint16_t>(port);
-    } catch (const std::exception&) {
-      return InvalidArgument("--dist-url: \"" + url + "\" has no valid port");
-    }
+    options.host = where.host;
+    options.port = static_cast<uint16_t>(where.port);
     options.is_server = config.rank == 0;
     options.timeout = timeout;
     return net::CreateTcpStore(options);

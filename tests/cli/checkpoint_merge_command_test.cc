@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "cli/model_init_command.h"
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/model_config.h"
 #include "models/safetensors_checkpoint.h"
 #include "models/stage_plan.h"
@@ -159,7 +159,7 @@ TEST_F(CheckpointMergeTest, RefusesANonEmptyOutputDirectory) {
 TEST_F(CheckpointMergeTest, RefusesATensorOfAnotherModel) {
   SaveStages(2);
   // A config with fewer layers: the shards' layers 2 and 3 are not part of it.
-  std::string config = models::ReadFileContents(kGpt2TinyConfig, 1 << 16).value();
+  std::string config = io::ReadFileContents(kGpt2TinyConfig, 1 << 16).value();
   const size_t at = config.find("\"n_layer\": 4");
   ASSERT_NE(at, std::string::npos);
   config.replace(at, 12, "\"n_layer\": 2");

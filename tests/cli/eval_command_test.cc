@@ -7,7 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/model_config.h"
 #include "models/transformer/stage.h"
 
@@ -20,7 +20,7 @@ std::string SourcePath(const std::string& relative) {
 
 nlohmann::json ReadGolden() {
   const StatusOr<std::string> text =
-      models::ReadFileContents(SourcePath("tests/golden/eval_gpt2.json"), 1 << 20);
+      io::ReadFileContents(SourcePath("tests/golden/eval_gpt2.json"), 1 << 20);
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json::object();
 }

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/eval_command.h"
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/gguf/gguf_import.h"
 #include "tests/models/gguf_golden_files.h"
 #include "tests/testing/temp_dir.h"
@@ -22,7 +22,7 @@ TEST(EvalSmolLm2Test, MatchesTransformersOnTheImportedGguf) {
   }
   const std::string source = GEOTRAIN_SOURCE_DIR;
   const StatusOr<std::string> text =
-      models::ReadFileContents(source + "/tests/golden/models/smollm2/eval.json", 1 << 20);
+      io::ReadFileContents(source + "/tests/golden/models/smollm2/eval.json", 1 << 20);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   const nlohmann::json golden = nlohmann::json::parse(*text);
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/model_config.h"
 #include "models/transformer/stage.h"
 #include "tests/testing/temp_dir.h"
@@ -34,7 +34,7 @@ TEST(ModelInitCommandTest, SameSeedSameBytes) {
   ASSERT_TRUE(RunModelInit({kGpt2TinyConfig, dir.File("b"), 3}).ok());
   ASSERT_TRUE(RunModelInit({kGpt2TinyConfig, dir.File("c"), 4}).ok());
   auto read = [&](const std::string& name) {
-    return models::ReadFileContents(dir.File(name + "/model.safetensors"), 1 << 30).value();
+    return io::ReadFileContents(dir.File(name + "/model.safetensors"), 1 << 30).value();
   };
   EXPECT_EQ(read("a"), read("b"));
   EXPECT_NE(read("a"), read("c"));

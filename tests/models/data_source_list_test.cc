@@ -1,7 +1,7 @@
 // ParseWeightedSourceList: the CocktailSGD "path:weight,..." mixture form.
 #include <gtest/gtest.h>
 
-#include "models/data/weighted_source_list.h"
+#include "common/weighted_source_list.h"
 
 namespace geotrain::models::data {
 namespace {

@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "common/half.h"
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/gguf/ggml_dequantize.h"
 #include "models/gguf/gguf_file.h"
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 #include "tests/models/gguf_golden_files.h"
 
 namespace geotrain::models {
@@ -19,9 +19,9 @@ using geotrain::testing::GgufGoldenPath;
 TEST(GgufDequantizeTest, MatchesReferenceForEveryType) {
   auto file = GgufFile::Open(GgufGoldenPath("types.gguf"));
   ASSERT_TRUE(file.ok()) << file.status().ToString();
-  auto text = ReadFileContents(GgufGoldenPath("types.expected.json"), 1 << 20);
+  auto text = io::ReadFileContents(GgufGoldenPath("types.expected.json"), 1 << 20);
   ASSERT_TRUE(text.ok());
-  auto expected = ParseStrictJson(*text, "types.expected.json");
+  auto expected = io::ParseStrictJson(*text, "types.expected.json");
   ASSERT_TRUE(expected.ok());
   const auto& tensors = (*expected)["tensors"];
   ASSERT_EQ(tensors.size(), 5u);

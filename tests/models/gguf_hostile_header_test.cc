@@ -5,7 +5,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/gguf/gguf_file.h"
 #include "tests/models/gguf_golden_files.h"
 #include "tests/testing/temp_dir.h"
@@ -222,7 +222,7 @@ TEST_F(GgufHostileHeaderTest, EveryTruncationIsAnError) {
 // types.gguf) either opens, with every tensor still inside the file, or fails with an error; none
 // may crash (run under ASan in CI). The data section is left alone: any bytes are valid there.
 TEST_F(GgufHostileHeaderTest, EveryByteCorruptionIsSafe) {
-  auto original = ReadFileContents(geotrain::testing::GgufGoldenPath("types.gguf"), 1 << 20);
+  auto original = io::ReadFileContents(geotrain::testing::GgufGoldenPath("types.gguf"), 1 << 20);
   ASSERT_TRUE(original.ok());
   auto intact = GgufFile::Open(geotrain::testing::GgufGoldenPath("types.gguf"));
   ASSERT_TRUE(intact.ok());

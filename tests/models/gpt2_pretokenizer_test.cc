@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "models/tokenizer/unicode_classes.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {

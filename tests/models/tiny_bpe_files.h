@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "models/tokenizer/byte_level_alphabet.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace geotrain::models::testing {
 

@@ -12,7 +12,7 @@
 
 #include "models/tokenizer/tokenizer_loaders.h"
 #include "models/tokenizer/unicode_nfc.h"
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 #include "tests/models/golden_json.h"
 
 namespace geotrain::models {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/safetensors.h"
+#include "tests/testing/full_disk_env.h"
 #include "tests/testing/temp_dir.h"
 
 namespace geotrain::runtime {
@@ -428,6 +429,26 @@ TEST(CheckpointStoreTest, AFullDiskIsNamedAndLeavesNoHalfWrittenCheckpoint) {
   // The failed write's temporary files are gone: a checkpoint that fits is written again.
   ASSERT_TRUE(store.Write(Sample(3, 3)).ok());
   EXPECT_EQ(Newest(store), 3);
+}
+
+// The same full disk through the Env seam, on any machine: the code says what happened.
+TEST(CheckpointStoreTest, AFullDiskIsResourceExhaustedByItsCode) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.path() + "/checkpoints";
+  // Full for the files of step 2's part (its temporary directory); job.json still fits.
+  testing::FullDiskEnv full(dir + "/step-00000002/stage-00.replica-00.tmp-");
+  StatusOr<CheckpointStore> store = CheckpointStore::Open(dir, 0, 1, 0, 1, &full);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE(store->Write(Sample(1, 1)).ok());
+  const Status failed = store->Write(Sample(2, 5));
+  EXPECT_EQ(failed.code(), StatusCode::kResourceExhausted) << failed.ToString();
+  EXPECT_EQ(full.refused(), 1);
+
+  EXPECT_EQ(Entries(dir + "/step-00000002"), (std::set<std::string>{"job.json"}));
+  EXPECT_EQ(Newest(*store), 1);
+  StatusOr<RankCheckpoint> read = store->Read(1);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectSameCheckpoint(Sample(1, 1), *read);
 }
 
 TEST(CheckpointStoreTest, RejectsBadArguments) {

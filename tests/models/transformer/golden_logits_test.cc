@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/safetensors_checkpoint.h"
 #include "models/safetensors_writer.h"
 #include "tests/testing/temp_dir.h"
@@ -87,7 +87,7 @@ TEST(GoldenLogitsTest, Gpt2WithoutTransformerPrefix) {
         writer.AddFloat32(name.substr(12), (*(*original)->Get(name)).shape, buffers.back()).ok());
   }
   ASSERT_TRUE(writer.Write(temp.File("model.safetensors")).ok());
-  const StatusOr<std::string> config = ReadFileContents(source + "/config.json", 1 << 16);
+  const StatusOr<std::string> config = io::ReadFileContents(source + "/config.json", 1 << 16);
   ASSERT_TRUE(config.ok());
   temp.Write("config.json", *config);
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "models/file_contents.h"
+#include "common/io/file_contents.h"
 #include "models/init_random_model.h"
 #include "models/safetensors_checkpoint.h"
 #include "tests/testing/temp_dir.h"
@@ -28,7 +28,7 @@ using testing::ReadGoldenReference;
 using geotrain::testing::TempDir;
 
 void CopyConfig(const std::string& from_dir, const TempDir& to) {
-  const StatusOr<std::string> text = ReadFileContents(from_dir + "/config.json", 1 << 16);
+  const StatusOr<std::string> text = io::ReadFileContents(from_dir + "/config.json", 1 << 16);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   to.Write("config.json", *text);
 }

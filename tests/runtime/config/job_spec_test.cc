@@ -503,8 +503,8 @@ void ExpectSameCodec(const cz::CodecConfig& x, const cz::CodecConfig& y, const c
   EXPECT_EQ(x.threads, y.threads);
 }
 
-void ExpectSameSources(const std::vector<models::data::WeightedSource>& x,
-                       const std::vector<models::data::WeightedSource>& y) {
+void ExpectSameSources(const std::vector<WeightedSource>& x,
+                       const std::vector<WeightedSource>& y) {
   ASSERT_EQ(x.size(), y.size());
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(x[i].path, y[i].path);

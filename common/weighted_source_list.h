@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 
-namespace geotrain::models::data {
+namespace geotrain {
 
 struct WeightedSource {
   std::string path;
@@ -25,4 +25,4 @@ StatusOr<std::vector<WeightedSource>> ParseWeightedSourceList(std::string_view s
 // Normalises `sources` in place so their weights sum to 1; errors name the entry as above.
 Status NormaliseSourceWeights(std::vector<WeightedSource>* sources);
 
-}  // namespace geotrain::models::data
+}  // namespace geotrain

@@ -15,12 +15,18 @@
 #include "common/span.h"
 #include "common/status.h"
 
-namespace geotrain::models {
+namespace geotrain::io {
 
 class MappedFile {
  public:
-  // NOT_FOUND if `path` does not exist; an empty file maps to an empty span.
+  // Env::Default()->MapFile(path): NOT_FOUND if `path` does not exist; an empty file maps to an
+  // empty span.
   static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+
+  // For Env implementations: takes ownership of an mmap(2) region of `size` bytes at `data`
+  // (null when size is 0), which the destructor unmaps.
+  MappedFile(std::string path, const uint8_t* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -29,12 +35,9 @@ class MappedFile {
   const std::string& path() const { return path_; }
 
  private:
-  MappedFile(std::string path, const uint8_t* data, size_t size)
-      : path_(std::move(path)), data_(data), size_(size) {}
-
   std::string path_;
   const uint8_t* data_;
   size_t size_;
 };
 
-}  // namespace geotrain::models
+}  // namespace geotrain::io

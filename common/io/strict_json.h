@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 
-namespace geotrain::models {
+namespace geotrain::io {
 
 // `source` names the input in errors ("model.safetensors header", "vocab.json").
 StatusOr<nlohmann::json> ParseStrictJson(std::string_view text, const std::string& source);
@@ -25,4 +25,4 @@ std::string JsonKindName(const nlohmann::json& value);
 StatusOr<uint64_t> JsonToUnsigned(const nlohmann::json& value, const std::string& field,
                                   uint64_t max_value);
 
-}  // namespace geotrain::models
+}  // namespace geotrain::io

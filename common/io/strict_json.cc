@@ -1,9 +1,9 @@
-#include "models/strict_json.h"
+#include "common/io/strict_json.h"
 
 #include <unordered_set>
 #include <vector>
 
-namespace geotrain::models {
+namespace geotrain::io {
 
 using nlohmann::json;
 
@@ -90,4 +90,4 @@ StatusOr<uint64_t> JsonToUnsigned(const json& value, const std::string& field, u
   return result;
 }
 
-}  // namespace geotrain::models
+}  // namespace geotrain::io

@@ -1,4 +1,4 @@
-// UTF-8 decoding and encoding for the tokenizer.
+// UTF-8 decoding and encoding: for the tokenizer, and to check that job files are UTF-8.
 //
 // Text given to the tokenizer is bytes; it need not be valid UTF-8 (a corpus cut mid-character, a
 // binary blob). Invalid sequences decode one byte at a time as kInvalidCodePoint, which the
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace geotrain::models {
+namespace geotrain {
 
 // Stands for one byte that does not start a valid UTF-8 sequence.
 constexpr char32_t kInvalidCodePoint = 0xFFFFFFFF;
@@ -29,4 +29,4 @@ void AppendUtf8(char32_t code_point, std::string* out);
 
 bool IsValidUtf8(std::string_view text);
 
-}  // namespace geotrain::models
+}  // namespace geotrain

@@ -1,10 +1,10 @@
-#include "models/data/weighted_source_list.h"
+#include "common/weighted_source_list.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <unordered_set>
 
-namespace geotrain::models::data {
+namespace geotrain {
 namespace {
 
 std::string DescribeEntry(size_t index, std::string_view entry) {
@@ -73,4 +73,4 @@ StatusOr<std::vector<WeightedSource>> ParseWeightedSourceList(std::string_view s
   return sources;
 }
 
-}  // namespace geotrain::models::data
+}  // namespace geotrain

@@ -1,8 +1,8 @@
-#include "models/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 #include <cstdint>
 
-namespace geotrain::models {
+namespace geotrain {
 
 DecodedCodePoint DecodeUtf8(std::string_view text, size_t pos) {
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[i]); };
@@ -59,4 +59,4 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
-}  // namespace geotrain::models
+}  // namespace geotrain
