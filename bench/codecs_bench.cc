@@ -136,8 +136,8 @@ int BenchSealer(size_t bytes, const std::string& size_name, int reps, const std:
     return 1;
   }
   const double memcpy_gbps = bytes / memcpy_s / 1e9;
-  for (const auto& [direction, seconds] : {std::pair<const char*, double>{"seal", seal_s},
-                                           {"open", open_s}}) {
+  for (const auto& [direction, seconds] :
+       {std::pair<const char*, double>{"seal", seal_s}, {"open", open_s}}) {
     const double gbps = bytes / seconds / 1e9;
     nlohmann::json line = {
         {"bench", "codecs"},
@@ -192,7 +192,8 @@ int RunCodecsBench(const CodecsBenchOptions& options) {
     for (int step = 0; step <= reps && status.ok(); ++step) {
       const std::vector<float>& x = step % 2 ? drifted : base;
       const TensorView view{x.data(), DType::kFloat32, shape, sample_ids, uint64_t(step)};
-      const double e = BestSeconds(1, [&] { status = EncodeFrame(**sender, view, &frame, &stats); });
+      const double e =
+          BestSeconds(1, [&] { status = EncodeFrame(**sender, view, &frame, &stats); });
       if (!status.ok()) break;
       const double d = BestSeconds(1, [&] { status = receiver.Decode(frame, &decoded); });
       const double m = BestSeconds(1, [&] {

@@ -11,7 +11,7 @@ namespace geotrain::bench {
 struct CodecsBenchOptions {
   bool quick = false;  // 2 repetitions instead of `reps`
   int reps = 9;
-  std::string filter;  // substring of the setting name
+  std::string filter;          // substring of the setting name
   std::string device = "cpu";  // "cpu", or "cuda": the CUDA codecs (codecs_cuda_bench.cc)
 };
 

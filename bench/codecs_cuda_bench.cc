@@ -102,10 +102,11 @@ Status BenchSetting(const CodecSetting& setting, Input& in, int reps, const std:
     const bool odd = step % 2;
     const float* x = odd ? in.device_drifted.data() : in.device_base.data();
     const TensorView view{x, DType::kFloat32, in.shape, sample_ids, uint64_t(step)};
-    const double e = BestSeconds(1, [&] { status = EncodeDeviceFrame(*sender, view, &frame, &stats); });
+    const double e =
+        BestSeconds(1, [&] { status = EncodeDeviceFrame(*sender, view, &frame, &stats); });
     GEOTRAIN_RETURN_IF_ERROR(status);
-    const double d =
-        BestSeconds(1, [&] { status = DecodeDeviceFrame(*receiver, frame, FrameLimits(), &decoded); });
+    const double d = BestSeconds(
+        1, [&] { status = DecodeDeviceFrame(*receiver, frame, FrameLimits(), &decoded); });
     GEOTRAIN_RETURN_IF_ERROR(status);
     const double c = BestSeconds(1, [&] {
       status = CopyOnDevice(in.copy_target.data(), x, bytes, nullptr);
@@ -121,7 +122,9 @@ Status BenchSetting(const CodecSetting& setting, Input& in, int reps, const std:
     if (fixpoint) {
       double ke, kd;
       GEOTRAIN_RETURN_IF_ERROR(TimeFixpointKernels(setting.config, x, in.shape, &ke, &kd));
-      if (step > 0) kernel_encode_s = std::min(kernel_encode_s, ke), kernel_decode_s = std::min(kernel_decode_s, kd);
+      if (step > 0)
+        kernel_encode_s = std::min(kernel_encode_s, ke),
+        kernel_decode_s = std::min(kernel_decode_s, kd);
     }
     if (step > 0) {
       encode_s = std::min(encode_s, e);

@@ -15,11 +15,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   geotrain::bench::CodecsBenchOptions codecs;
-  CLI::App* codecs_cmd = app.add_subcommand("codecs", "encode/decode speed, ratio and error of every codec");
+  CLI::App* codecs_cmd =
+      app.add_subcommand("codecs", "encode/decode speed, ratio and error of every codec");
   codecs_cmd->add_flag("--quick", codecs.quick, "fewer repetitions (CI smoke run)");
   codecs_cmd->add_option("--reps", codecs.reps, "timed repetitions per measurement (best is kept)");
   codecs_cmd->add_option("--filter", codecs.filter, "only settings whose name contains this");
-  codecs_cmd->add_option("--device", codecs.device, "cpu, or cuda: the CUDA codecs on device memory")
+  codecs_cmd
+      ->add_option("--device", codecs.device, "cpu, or cuda: the CUDA codecs on device memory")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 

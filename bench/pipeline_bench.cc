@@ -7,8 +7,8 @@
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -180,8 +180,8 @@ Summary Summarise(const Setting& setting, const std::vector<RankRun>& runs, int6
       compute += r.compute_seconds / runs.size();
       codec += r.codec_seconds / runs.size();
       comm += r.comm_seconds / runs.size();
-      all_wire += r.wire_bytes.forward + r.wire_bytes.backward + r.wire_bytes.dp +
-                  r.wire_bytes.embedding;
+      all_wire +=
+          r.wire_bytes.forward + r.wire_bytes.backward + r.wire_bytes.dp + r.wire_bytes.embedding;
       if (static_cast<int64_t>(i) >= steady_from) {
         s.forward_raw += r.raw_bytes.forward;
         s.backward_raw += r.raw_bytes.backward;
@@ -196,8 +196,8 @@ Summary Summarise(const Setting& setting, const std::vector<RankRun>& runs, int6
     if (static_cast<int64_t>(i) >= steady_from) ++steady;
     step_seconds += slowest;
   }
-  for (double* v : {&s.forward_raw, &s.backward_raw, &s.dp_raw, &s.embedding_raw,
-                    &s.forward_wire, &s.backward_wire, &s.dp_wire, &s.embedding_wire}) {
+  for (double* v : {&s.forward_raw, &s.backward_raw, &s.dp_raw, &s.embedding_raw, &s.forward_wire,
+                    &s.backward_wire, &s.dp_wire, &s.embedding_wire}) {
     *v /= std::max<size_t>(steady, 1);
   }
   double eval = 0, train_tail = 0;
@@ -263,8 +263,7 @@ int RunPipelineBench(const PipelineBenchOptions& options) {
   // A fine-tuning-sized corpus (the head of the bundled one) that the run visits for several
   // epochs, so that the delta codec sees each sample again.
   const size_t corpus_bytes = options.quick ? 16 << 10 : 128 << 10;
-  auto corpus = io::ReadFileContents(Source("examples/data/shakespeare/train.txt"),
-                                     64 << 20);
+  auto corpus = io::ReadFileContents(Source("examples/data/shakespeare/train.txt"), 64 << 20);
   if (!corpus.ok()) {
     std::cerr << "geotrain-bench pipeline: " << corpus.status().ToString() << "\n";
     return 1;
@@ -318,8 +317,8 @@ int RunPipelineBench(const PipelineBenchOptions& options) {
       return 1;
     }
     const auto& compression = setting.job.compression;
-    const int64_t warmup = std::max(compression.warmup_steps,
-                                    compression.warmup_epochs * steps_per_epoch);
+    const int64_t warmup =
+        std::max(compression.warmup_steps, compression.warmup_epochs * steps_per_epoch);
     // A delta link sends a sample in full on its first visit, so its steady state starts one
     // epoch after the warm-up (stable shards bring every sample back to the same replica).
     const bool delta = compression.forward.codec == compression::CodecId::kDelta;

@@ -8,9 +8,9 @@
 namespace geotrain::bench {
 
 struct PlacementBenchOptions {
-  uint64_t seed = 1;       // seeds the topologies, the random grids and the planner
-  std::string topology;    // only the topology of this name ("" = all)
-  double budget = 0.5;     // the planner's time budget, seconds
+  uint64_t seed = 1;     // seeds the topologies, the random grids and the planner
+  std::string topology;  // only the topology of this name ("" = all)
+  double budget = 0.5;   // the planner's time budget, seconds
 };
 
 // Prints one JSON line per topology and a summary line; returns 0, or 2 for bad options.

@@ -17,9 +17,9 @@ struct StageBenchOptions {
   int stage = 0;            // and time this one
   int seq_length = 128;
   int batch = 8;
-  int threads = 0;          // LibTorch intra-op threads; 0: LibTorch's default
-  int reps = 5;             // timed repetitions (best is kept), after one warm-up
-  bool quick = false;       // 2 repetitions, seq_length 32 (CI smoke run)
+  int threads = 0;     // LibTorch intra-op threads; 0: LibTorch's default
+  int reps = 5;        // timed repetitions (best is kept), after one warm-up
+  bool quick = false;  // 2 repetitions, seq_length 32 (CI smoke run)
 };
 
 int RunStageBench(const StageBenchOptions& options);

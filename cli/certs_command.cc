@@ -11,10 +11,9 @@ std::string CertsUsage(const std::string& dir) {
   return "coordinator: geotrain-coordinator --tls-cert " + d + auth::kCoordinatorCertFile +
          " --tls-key " + d + auth::kCoordinatorKeyFile + " --tls-ca " + d + auth::kCaCertFile +
          " --join-token-file " + d + auth::kJoinTokenFile + " --admin-token-file " + d +
-         auth::kAdminTokenFile + " ...\n" +
-         "workers:     geotrain-worker --tls-ca " + d + auth::kCaCertFile + " --tls-cert " + d +
-         auth::kWorkerCertFile + " --tls-key " + d + auth::kWorkerKeyFile +
-         " --join-token-file " + d + auth::kJoinTokenFile + " ...\n" +
+         auth::kAdminTokenFile + " ...\n" + "workers:     geotrain-worker --tls-ca " + d +
+         auth::kCaCertFile + " --tls-cert " + d + auth::kWorkerCertFile + " --tls-key " + d +
+         auth::kWorkerKeyFile + " --join-token-file " + d + auth::kJoinTokenFile + " ...\n" +
          "CLI:         export GEOTRAIN_TLS_CA=" + d + auth::kCaCertFile +
          " GEOTRAIN_ADMIN_TOKEN_FILE=" + d + auth::kAdminTokenFile + "\n" +
          "Copy ca.pem, worker.pem, worker.key and join.token to the workers; keep ca.key and\n"

@@ -84,8 +84,8 @@ StatusOr<std::map<std::string, SourcedTensor>> CollectTensors(
       GEOTRAIN_ASSIGN_OR_RETURN(models::TensorView view, shard->Get(name));
       auto [it, inserted] = tensors.emplace(name, SourcedTensor{view, shard->path()});
       if (!inserted && !SameTensor(it->second.view, view)) {
-        return InvalidArgument("tensor " + name + ": " + it->second.file + " and " +
-                               shard->path() + " hold different values (or shapes or dtypes)");
+        return InvalidArgument("tensor " + name + ": " + it->second.file + " and " + shard->path() +
+                               " hold different values (or shapes or dtypes)");
       }
     }
   }
@@ -149,9 +149,9 @@ std::string ShardFileName(size_t index, size_t count) {
 
 // Writes model.safetensors, or shards of at most max_shard_bytes (a larger tensor alone) and the
 // index, into `dir`.
-StatusOr<size_t> WriteSafetensors(const std::vector<std::pair<std::string, const SourcedTensor*>>&
-                                      tensors,
-                                  uint64_t max_shard_bytes, const std::string& dir) {
+StatusOr<size_t> WriteSafetensors(
+    const std::vector<std::pair<std::string, const SourcedTensor*>>& tensors,
+    uint64_t max_shard_bytes, const std::string& dir) {
   std::vector<std::vector<size_t>> groups(1);
   uint64_t group_bytes = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -30,10 +30,10 @@ struct CheckpointMergeOptions {
 };
 
 struct CheckpointMergeResult {
-  size_t tensors = 0;      // tensors written
-  size_t input_files = 0;  // shard files read
-  size_t output_files = 0; // safetensors files written
-  uint64_t bytes = 0;      // tensor bytes written
+  size_t tensors = 0;       // tensors written
+  size_t input_files = 0;   // shard files read
+  size_t output_files = 0;  // safetensors files written
+  uint64_t bytes = 0;       // tensor bytes written
 };
 
 StatusOr<CheckpointMergeResult> RunCheckpointMerge(const CheckpointMergeOptions& options);

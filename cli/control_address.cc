@@ -65,8 +65,8 @@ StatusOr<auth::ClientCredentialFiles> ResolveCredentialFiles(const CredentialFla
   files.ca = Pick(flags.tls_ca, "--tls-ca", env.tls_ca, kTlsCaEnvVar);
   files.cert = Pick(flags.tls_cert, "--tls-cert", env.tls_cert, kTlsCertEnvVar);
   files.key = Pick(flags.tls_key, "--tls-key", env.tls_key, kTlsKeyEnvVar);
-  files.token = Pick(flags.admin_token_file, "--admin-token-file", env.admin_token_file,
-                     kAdminTokenEnvVar);
+  files.token =
+      Pick(flags.admin_token_file, "--admin-token-file", env.admin_token_file, kAdminTokenEnvVar);
   GEOTRAIN_RETURN_IF_ERROR(auth::CheckClientCredentialFiles(files));
   return files;
 }

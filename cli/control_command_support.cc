@@ -49,8 +49,8 @@ int ReportFailure(const Status& status, std::ostream& err) {
     begin = end + 1;
   }
   if (IsUnauthenticated(status)) {
-    err << "  (the coordinator wants the admin token: --admin-token-file or "
-        << kAdminTokenEnvVar << ", over TLS: --tls-ca or " << kTlsCaEnvVar << ")\n";
+    err << "  (the coordinator wants the admin token: --admin-token-file or " << kAdminTokenEnvVar
+        << ", over TLS: --tls-ca or " << kTlsCaEnvVar << ")\n";
     err.flush();
     return kExitUnauthenticated;
   }
@@ -71,7 +71,8 @@ StatusOr<std::unique_ptr<CoordinatorClient>> ConnectToCoordinator(const ControlO
                             ResolveCredentialFiles(control.credentials, context.credential_env));
   GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                             auth::MakeChannelCredentials(files));
-  std::shared_ptr<grpc::Channel> channel = CreateCoordinatorChannel(address, std::move(credentials));
+  std::shared_ptr<grpc::Channel> channel =
+      CreateCoordinatorChannel(address, std::move(credentials));
   const int64_t timeout_ms = std::llround(control.timeout_seconds * 1000.0);
   return std::make_unique<CoordinatorClient>(std::move(address), std::move(channel), timeout_ms);
 }

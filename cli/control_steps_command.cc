@@ -12,9 +12,9 @@ int RunStepsCommand(const ControlOptions& control, const StepsOptions& options,
                     CommandContext& context) {
   // The flag parser refuses negative values; a caller that skipped it gets the same answer.
   if (options.after_step < 0) {
-    return ReportFailure(InvalidArgument("--after: must not be negative, got " +
-                                         std::to_string(options.after_step)),
-                         context.err);
+    return ReportFailure(
+        InvalidArgument("--after: must not be negative, got " + std::to_string(options.after_step)),
+        context.err);
   }
   auto client = ConnectToCoordinator(control, context);
   if (!client.ok()) return ReportFailure(client.status(), context.err);

@@ -29,13 +29,14 @@ std::string FormatStepsTable(const v1::JobSteps& steps) {
   if (steps.steps().empty()) return "no complete steps\n";
   const bool scored = std::any_of(steps.steps().begin(), steps.steps().end(),
                                   [](const v1::JobStep& step) { return step.has_eval_scores(); });
-  std::vector<std::string> header = {"STEP", "GEN", "LOSS", "EVAL", "TIME",
+  std::vector<std::string> header = {"STEP", "GEN",  "LOSS",  "EVAL", "TIME",
                                      "RAW",  "WIRE", "RATIO", "LR"};
   if (scored) header.insert(header.end(), {"ACC", "F1", "MCC"});
   TextTable table(header);
   for (const v1::JobStep& step : steps.steps()) {
     std::vector<std::string> row = {
-        std::to_string(step.step()), std::to_string(step.generation()),
+        std::to_string(step.step()),
+        std::to_string(step.generation()),
         FormatNumber("%.4f", step.loss()),
         step.has_eval_loss() ? FormatNumber("%.4f", step.eval_loss()) : "-",
         FormatNumber("%.2f s", step.step_seconds()),

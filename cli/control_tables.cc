@@ -15,11 +15,16 @@ namespace {
 // A send kind as `geotrain status` names it in the adaptive compression table.
 const char* TrafficKindName(v1::TrafficKind kind) {
   switch (kind) {
-    case v1::TRAFFIC_KIND_ACTIVATION: return "forward";
-    case v1::TRAFFIC_KIND_GRADIENT: return "backward";
-    case v1::TRAFFIC_KIND_DATA_PARALLEL: return "data-parallel";
-    case v1::TRAFFIC_KIND_EMBEDDING: return "embedding";
-    default: return "?";
+    case v1::TRAFFIC_KIND_ACTIVATION:
+      return "forward";
+    case v1::TRAFFIC_KIND_GRADIENT:
+      return "backward";
+    case v1::TRAFFIC_KIND_DATA_PARALLEL:
+      return "data-parallel";
+    case v1::TRAFFIC_KIND_EMBEDDING:
+      return "embedding";
+    default:
+      return "?";
   }
 }
 
@@ -87,9 +92,9 @@ std::string FormatJobStatus(const v1::Job& job) {
       {"restarts", std::to_string(job.restarts()) + " of " + std::to_string(job.max_restarts())});
   fields.AddRow({"steps lost", std::to_string(job.steps_lost())});
   fields.AddRow({"step", FormatStepOfTotal(p)});
-  fields.AddRow({"loss", p.step() > 0
-                             ? FormatNumber("%.3f", p.first_loss()) + " -> " + FormatNumber("%.3f", p.loss())
-                             : "-"});
+  fields.AddRow({"loss", p.step() > 0 ? FormatNumber("%.3f", p.first_loss()) + " -> " +
+                                            FormatNumber("%.3f", p.loss())
+                                      : "-"});
   fields.AddRow({"eval loss", p.eval_step() > 0 ? FormatNumber("%.3f", p.eval_loss()) + " (step " +
                                                       std::to_string(p.eval_step()) + ")"
                                                 : "-"});
@@ -101,7 +106,8 @@ std::string FormatJobStatus(const v1::Job& job) {
   fields.AddRow({"tokens/s", p.tokens_per_second() > 0 ? FormatCount(p.tokens_per_second()) : "-"});
   fields.AddRow({"wire rate",
                  p.wire_bytes_per_second() > 0 ? FormatByteRate(p.wire_bytes_per_second()) : "-"});
-  fields.AddRow({"step time", p.step_seconds() > 0 ? FormatNumber("%.2f s", p.step_seconds()) : "-"});
+  fields.AddRow(
+      {"step time", p.step_seconds() > 0 ? FormatNumber("%.2f s", p.step_seconds()) : "-"});
   fields.AddRow({"checkpoint",
                  p.checkpoint_step() > 0 ? "step " + std::to_string(p.checkpoint_step()) : "-"});
   fields.AddRow({"ETA", p.eta_seconds() > 0 && !IsFinishedJobState(job.state())

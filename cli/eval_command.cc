@@ -80,12 +80,10 @@ StatusOr<EvalResult> EvaluateTokens(const models::Stage& stage,
 
 StatusOr<EvalResult> RunEval(const EvalOptions& options) {
   GEOTRAIN_RETURN_IF_ERROR(CheckArguments(options.seq_length, options.batch_size));
-  GEOTRAIN_ASSIGN_OR_RETURN(auto tokenizer,
-                            models::LoadTokenizerDirectory(options.tokenizer_dir));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto tokenizer, models::LoadTokenizerDirectory(options.tokenizer_dir));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string text,
                             io::ReadFileContents(options.data_path, kMaxDataBytes));
-  GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config,
-                            models::LoadModelConfig(options.model_dir));
+  GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config, models::LoadModelConfig(options.model_dir));
   GEOTRAIN_ASSIGN_OR_RETURN(
       std::unique_ptr<models::Stage> stage,
       models::LoadStage(options.model_dir, models::WholeModelPlan(config), at::kCPU, at::kFloat));
@@ -95,9 +93,8 @@ StatusOr<EvalResult> RunEval(const EvalOptions& options) {
 
 std::string FormatEvalResult(const EvalResult& result, OutputFormat format) {
   if (format == OutputFormat::kJson) {
-    return nlohmann::json{{"loss", result.loss},
-                          {"perplexity", result.perplexity},
-                          {"tokens", result.tokens}}
+    return nlohmann::json{
+        {"loss", result.loss}, {"perplexity", result.perplexity}, {"tokens", result.tokens}}
         .dump();
   }
   char line[160];

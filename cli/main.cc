@@ -15,9 +15,9 @@
 #include "cli/eval_command.h"
 #include "cli/exit_codes.h"
 #include "cli/model_init_command.h"
-#include "models/gguf/gguf_import.h"
 #include "cli/output_format.h"
 #include "cli/tokenize_command.h"
+#include "models/gguf/gguf_import.h"
 
 namespace {
 
@@ -34,23 +34,23 @@ void AddConnectionFlags(CLI::App* command, ControlOptions& control) {
       ->add_option("--coordinator", control.coordinator,
                    std::string("coordinator address HOST:PORT (default: $") + kCoordinatorEnvVar +
                        ", else " + kDefaultCoordinatorAddress + ")")
-      ->check(CLI::Validator(
-          [](std::string& value) { return CoordinatorAddressProblem(value); }, "HOST:PORT"));
+      ->check(CLI::Validator([](std::string& value) { return CoordinatorAddressProblem(value); },
+                             "HOST:PORT"));
   command->add_option("--timeout-seconds", control.timeout_seconds, "deadline of each request")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   CredentialFlags& credentials = control.credentials;
-  command->add_option("--tls-ca", credentials.tls_ca,
-                      std::string("CA of the coordinator's certificate: TLS on (default: $") +
-                          kTlsCaEnvVar + ")");
+  command->add_option(
+      "--tls-ca", credentials.tls_ca,
+      std::string("CA of the coordinator's certificate: TLS on (default: $") + kTlsCaEnvVar + ")");
   command->add_option("--tls-cert", credentials.tls_cert,
                       std::string("client certificate, if the coordinator wants one (default: $") +
                           kTlsCertEnvVar + ")");
   command->add_option("--tls-key", credentials.tls_key,
                       std::string("its private key (default: $") + kTlsKeyEnvVar + ")");
-  command->add_option("--admin-token-file", credentials.admin_token_file,
-                      std::string("file with the coordinator's admin token (default: $") +
-                          kAdminTokenEnvVar + ")");
+  command->add_option(
+      "--admin-token-file", credentials.admin_token_file,
+      std::string("file with the coordinator's admin token (default: $") + kAdminTokenEnvVar + ")");
 }
 
 // The flags every control command takes: the connection and -o table|json.
@@ -78,8 +78,9 @@ int main(int argc, char** argv) {
   TokenizeOptions tokenize;
   CLI::App* tokenize_cmd =
       app.add_subcommand("tokenize", "UTF-8 text on stdin -> token ids as a JSON array");
-  tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer_dir,
-                           "directory with tokenizer.json, vocab.json + merges.txt, or vocab.txt")
+  tokenize_cmd
+      ->add_option("--tokenizer", tokenize.tokenizer_dir,
+                   "directory with tokenizer.json, vocab.json + merges.txt, or vocab.txt")
       ->required();
 
   EvalOptions eval;
@@ -114,14 +115,16 @@ int main(int argc, char** argv) {
   CheckpointMergeOptions merge;
   CLI::App* merge_cmd = checkpoint_cmd->add_subcommand(
       "merge", "join per-stage safetensors shards into one Hugging Face directory");
-  merge_cmd->add_option("--shards", merge.inputs,
-                        "stage shard files, or directories searched for *.safetensors")
+  merge_cmd
+      ->add_option("--shards", merge.inputs,
+                   "stage shard files, or directories searched for *.safetensors")
       ->required();
   merge_cmd->add_option("--config", merge.config_path,
                         "config.json (default: in the first --shards directory)");
   merge_cmd->add_option("--out", merge.out_dir, "output directory (absent or empty)")->required();
-  merge_cmd->add_option("--max-shard-bytes", merge.max_shard_bytes,
-                        "split larger outputs into shards + index")
+  merge_cmd
+      ->add_option("--max-shard-bytes", merge.max_shard_bytes,
+                   "split larger outputs into shards + index")
       ->capture_default_str();
 
   CLI::App* certs_cmd = app.add_subcommand("certs", "TLS certificates and tokens");

@@ -10,8 +10,7 @@
 namespace geotrain::cli {
 
 Status RunTokenize(const TokenizeOptions& options, std::istream& in, std::ostream& out) {
-  GEOTRAIN_ASSIGN_OR_RETURN(auto tokenizer,
-                            models::LoadTokenizerDirectory(options.tokenizer_dir));
+  GEOTRAIN_ASSIGN_OR_RETURN(auto tokenizer, models::LoadTokenizerDirectory(options.tokenizer_dir));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return Unavailable("stdin: read error");
   const std::vector<int32_t> ids = tokenizer->Encode(text);

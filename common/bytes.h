@@ -24,7 +24,8 @@ class ByteWriter {
     static_assert(std::is_trivially_copyable<T>::value, "plain values only");
     const size_t at = out_->size();
     out_->resize(at + sizeof(T));
-    std::memcpy(out_->data() + at, &value, sizeof(T));  // little-endian hosts only (checked in CMake)
+    std::memcpy(out_->data() + at, &value,
+                sizeof(T));  // little-endian hosts only (checked in CMake)
   }
   void PutBytes(const void* data, size_t n) {
     const size_t at = out_->size();

@@ -29,9 +29,9 @@ GEOTRAIN_HOST_DEVICE inline uint16_t FloatToHalf(float value) {
   const uint32_t sign = x & 0x80000000u;
   x ^= sign;
   uint16_t out;
-  if (x >= (127u + 16u) << 23) {                // overflow, infinity or NaN
+  if (x >= (127u + 16u) << 23) {  // overflow, infinity or NaN
     out = x > (255u << 23) ? 0x7e00 : 0x7c00;
-  } else if (x < (113u << 23)) {                // subnormal or zero: let the FPU round
+  } else if (x < (113u << 23)) {  // subnormal or zero: let the FPU round
     const uint32_t magic_bits = ((127u - 15u) + (23u - 10u) + 1u) << 23;
     const float sum = BitsToFloat(x) + BitsToFloat(magic_bits);
     out = static_cast<uint16_t>(FloatBits(sum) - magic_bits);
@@ -50,8 +50,8 @@ GEOTRAIN_HOST_DEVICE inline float HalfToFloat(uint16_t h) {
   const uint32_t exp = shifted_exp & bits;
   bits += (127u - 15u) << 23;
   if (exp == shifted_exp) {
-    bits += (128u - 16u) << 23;                 // infinity or NaN
-  } else if (exp == 0) {                        // zero or subnormal: renormalise
+    bits += (128u - 16u) << 23;  // infinity or NaN
+  } else if (exp == 0) {         // zero or subnormal: renormalise
     bits += 1u << 23;
     bits = FloatBits(BitsToFloat(bits) - BitsToFloat(113u << 23));
   }
@@ -72,7 +72,9 @@ GEOTRAIN_HOST_DEVICE inline uint16_t FloatToBFloat16(float value) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-GEOTRAIN_HOST_DEVICE inline float BFloat16ToFloat(uint16_t b) { return BitsToFloat(static_cast<uint32_t>(b) << 16); }
+GEOTRAIN_HOST_DEVICE inline float BFloat16ToFloat(uint16_t b) {
+  return BitsToFloat(static_cast<uint32_t>(b) << 16);
+}
 
 // Bulk conversions; vectorised with F16C where the build enables it.
 void FloatToHalf(const float* in, uint16_t* out, size_t n);

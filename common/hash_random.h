@@ -22,7 +22,9 @@ GEOTRAIN_HOST_DEVICE inline uint64_t HashCounter(uint64_t seed, uint64_t stream,
 }
 
 // Uniform float in [0, 1) with 24 random bits.
-GEOTRAIN_HOST_DEVICE inline float UniformFromHash(uint64_t h) { return static_cast<float>(h >> 40) * 0x1.0p-24f; }
+GEOTRAIN_HOST_DEVICE inline float UniformFromHash(uint64_t h) {
+  return static_cast<float>(h >> 40) * 0x1.0p-24f;
+}
 
 // A small, fast generator for sequences (initial factors, test data): xoshiro256**-like quality
 // is not needed; SplitMix64 is enough and trivially reproducible.

@@ -2,7 +2,8 @@
 //
 // The training core (compression, net, models, runtime) must build without gRPC or abseil, so it
 // carries this small equivalent of absl::Status. A Status is either OK or a code plus a message
-// that names the offending field and the reason ("frame.shape[2]: 0 exceeds ..."). Thread-compatible.
+// that names the offending field and the reason ("frame.shape[2]: 0 exceeds ...").
+// Thread-compatible.
 #pragma once
 
 #include <optional>
@@ -13,15 +14,15 @@ namespace geotrain {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad input from a caller, a file or the wire
-  kDataLoss,          // checksum mismatch, truncated or corrupt data
-  kOutOfRange,        // a value beyond a hard limit
-  kFailedPrecondition,// state does not allow the call (e.g. delta frame for an uncached sample)
-  kResourceExhausted, // a bounded resource is full
+  kInvalidArgument,     // bad input from a caller, a file or the wire
+  kDataLoss,            // checksum mismatch, truncated or corrupt data
+  kOutOfRange,          // a value beyond a hard limit
+  kFailedPrecondition,  // state does not allow the call (e.g. delta frame for an uncached sample)
+  kResourceExhausted,   // a bounded resource is full
   kNotFound,
-  kUnavailable,       // a peer or file that should be there is not
+  kUnavailable,  // a peer or file that should be there is not
   kDeadlineExceeded,
-  kInternal,          // a broken invariant of ours
+  kInternal,  // a broken invariant of ours
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -46,7 +47,9 @@ class [[nodiscard]] Status {
 };
 
 inline Status OkStatus() { return Status(); }
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
@@ -63,7 +66,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     if (status_.ok()) status_ = Internal("StatusOr constructed from an OK status without a value");
   }
@@ -86,17 +89,17 @@ class [[nodiscard]] StatusOr {
 }  // namespace geotrain
 
 // Returns from the enclosing function if `expr` yields a non-OK Status.
-#define GEOTRAIN_RETURN_IF_ERROR(expr)               \
-  do {                                               \
-    ::geotrain::Status geotrain_status_ = (expr);    \
+#define GEOTRAIN_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::geotrain::Status geotrain_status_ = (expr);        \
     if (!geotrain_status_.ok()) return geotrain_status_; \
   } while (0)
 
 #define GEOTRAIN_CONCAT_INNER(a, b) a##b
 #define GEOTRAIN_CONCAT(a, b) GEOTRAIN_CONCAT_INNER(a, b)
 // GEOTRAIN_ASSIGN_OR_RETURN(auto x, MakeX()); declares x or returns the error.
-#define GEOTRAIN_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto GEOTRAIN_CONCAT(geotrain_or_, __LINE__) = (expr);                      \
-  if (!GEOTRAIN_CONCAT(geotrain_or_, __LINE__).ok())                          \
-    return GEOTRAIN_CONCAT(geotrain_or_, __LINE__).status();                  \
+#define GEOTRAIN_ASSIGN_OR_RETURN(lhs, expr)                 \
+  auto GEOTRAIN_CONCAT(geotrain_or_, __LINE__) = (expr);     \
+  if (!GEOTRAIN_CONCAT(geotrain_or_, __LINE__).ok())         \
+    return GEOTRAIN_CONCAT(geotrain_or_, __LINE__).status(); \
   lhs = std::move(GEOTRAIN_CONCAT(geotrain_or_, __LINE__)).value()

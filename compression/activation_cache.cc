@@ -57,8 +57,7 @@ StatusOr<std::unique_ptr<ActivationCache>> ActivationCache::Create(
     return InvalidArgument("cache_bits: " + std::to_string(options.cache_bits) +
                            " must be 0 (fp16), 2, 4 or 8");
   }
-  GEOTRAIN_RETURN_IF_ERROR(
-      CheckWritableDirectory(MappedSlotFile::ResolveDirectory(options.dir)));
+  GEOTRAIN_RETURN_IF_ERROR(CheckWritableDirectory(MappedSlotFile::ResolveDirectory(options.dir)));
   return std::unique_ptr<ActivationCache>(new ActivationCache(options));
 }
 
@@ -101,9 +100,11 @@ Status ActivationCache::Lookup(uint64_t id, float* out) const {
     return OkStatus();
   }
   ByteReader reader(Span<const uint8_t>(slot, sample_bytes_));
-  const Status s = DecodeFixpointBlock(&reader, CacheLayout(rows_, cols_), options_.cache_bits, out);
-  if (!s.ok()) return Internal("activation cache: slot of sample " + std::to_string(id) +
-                               " is corrupt: " + s.message());
+  const Status s =
+      DecodeFixpointBlock(&reader, CacheLayout(rows_, cols_), options_.cache_bits, out);
+  if (!s.ok())
+    return Internal("activation cache: slot of sample " + std::to_string(id) +
+                    " is corrupt: " + s.message());
   return OkStatus();
 }
 
@@ -136,8 +137,8 @@ Status ActivationCache::WriteLowBits(Entry* entry, const float* values) {
   QuantizeOptions quantize;
   quantize.bits = options_.cache_bits;
   quantize.rounding = Rounding::kNearest;  // deterministic on both ends, no seed to agree on
-  GEOTRAIN_RETURN_IF_ERROR(EncodeFixpointBlock(values, CacheLayout(rows_, cols_), quantize,
-                                               &writer, nullptr, nullptr));
+  GEOTRAIN_RETURN_IF_ERROR(
+      EncodeFixpointBlock(values, CacheLayout(rows_, cols_), quantize, &writer, nullptr, nullptr));
   if (block_scratch_.size() != sample_bytes_) {
     // Only f32 scales change the size, and stored values never exceed the fp16 range.
     return Internal("activation cache: low-bit block of " + std::to_string(block_scratch_.size()) +

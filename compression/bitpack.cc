@@ -38,7 +38,8 @@ void BitPacker::Append(const uint8_t* codes, size_t count) {
     for (size_t g = 0; g < groups; ++g, codes += 8, out += bits_) {
       uint64_t word = 0;
       for (int k = 0; k < 8; ++k) word = (word << bits_) | codes[k];
-      for (int byte = bits_ - 1; byte >= 0; --byte, word >>= 8) out[byte] = static_cast<uint8_t>(word);
+      for (int byte = bits_ - 1; byte >= 0; --byte, word >>= 8)
+        out[byte] = static_cast<uint8_t>(word);
     }
     bit_pos_ += static_cast<uint64_t>(groups) * 8 * bits_;
     count -= groups * 8;
@@ -48,7 +49,7 @@ void BitPacker::Append(const uint8_t* codes, size_t count) {
     const uint32_t code = codes[i];
     uint64_t byte = bit_pos_ >> 3;
     const int offset = static_cast<int>(bit_pos_ & 7);  // bits already used in this byte
-    const int first = 8 - offset;                      // room in this byte
+    const int first = 8 - offset;                       // room in this byte
     if (bits_ <= first) {
       out_[byte] |= static_cast<uint8_t>(code << (first - bits_));
     } else {

@@ -205,8 +205,8 @@ void CocktailCodec::SelectTopK(int64_t k, uint8_t* bitmap) {
       uint8_t* bytes = bitmap + begin / 8;
       for (int64_t b = 0; b < len / 8; ++b) {
         const uint8_t* f = keep + 8 * b;
-        bytes[b] = static_cast<uint8_t>(f[0] << 7 | f[1] << 6 | f[2] << 5 | f[3] << 4 |
-                                        f[4] << 3 | f[5] << 2 | f[6] << 1 | f[7]);
+        bytes[b] = static_cast<uint8_t>(f[0] << 7 | f[1] << 6 | f[2] << 5 | f[3] << 4 | f[4] << 3 |
+                                        f[5] << 2 | f[6] << 1 | f[7]);
       }
       if (len % 8 != 0) {
         uint8_t last = 0;
@@ -291,9 +291,9 @@ Status CocktailCodec::Decode(const FrameContent& frame, float* out) {
   GEOTRAIN_RETURN_IF_ERROR(ReadCocktailBitmap(&payload, m, k, &bitmap));
   kept_decoded_.resize(k);
   if (k > 0) {
-    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlock(
-        &payload, CocktailKeptLayout(static_cast<int64_t>(k), f.group), f.bits,
-        kept_decoded_.data()));
+    GEOTRAIN_RETURN_IF_ERROR(
+        DecodeFixpointBlock(&payload, CocktailKeptLayout(static_cast<int64_t>(k), f.group), f.bits,
+                            kept_decoded_.data()));
   }
   GEOTRAIN_RETURN_IF_ERROR(payload.ExpectEnd("cocktail.payload"));
 

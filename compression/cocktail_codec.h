@@ -87,8 +87,7 @@ class CocktailCodec final : public Codec {
   // when `feedback`), gathers the sampled values of v in sampled order into sampled_values_
   // (and, for seeded masks, their coordinates into sampled_index_), and returns Σv², or
   // InvalidArgument when some v is not finite.
-  StatusOr<double> SampleInput(const CocktailMask& mask, const float* x, int64_t n,
-                               bool feedback);
+  StatusOr<double> SampleInput(const CocktailMask& mask, const float* x, int64_t n, bool feedback);
   // Subtracts every pending send from residual_.
   void ApplyPendingSends();
   // Chooses the k kept values: writes the bitmap to `bitmap` and fills kept_pos_ and

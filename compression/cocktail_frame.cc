@@ -38,8 +38,8 @@ Status CheckCocktailResidual(const Shape& shape, Span<const float> values) {
     if (shape[d] < 0) return InvalidArgument("residual.shape[" + std::to_string(d) + "]: negative");
   }
   if (static_cast<uint64_t>(NumElements(shape)) != values.size()) {
-    return InvalidArgument("residual: " + std::to_string(values.size()) +
-                           " values for shape " + ShapeString(shape));
+    return InvalidArgument("residual: " + std::to_string(values.size()) + " values for shape " +
+                           ShapeString(shape));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {

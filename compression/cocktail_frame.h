@@ -73,7 +73,6 @@ Status CheckCocktailKept(uint64_t k, uint64_t m);
 
 // Reads the bitmap of m sampled positions from `payload` into `bitmap` and checks it: padding
 // bits zero and exactly k positions set.
-Status ReadCocktailBitmap(ByteReader* payload, uint64_t m, uint64_t k,
-                          Span<const uint8_t>* bitmap);
+Status ReadCocktailBitmap(ByteReader* payload, uint64_t m, uint64_t k, Span<const uint8_t>* bitmap);
 
 }  // namespace geotrain::compression

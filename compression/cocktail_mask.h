@@ -44,10 +44,10 @@ class CocktailMask {
 
   MaskMode mode() const { return mode_; }
   uint64_t step() const { return step_; }
-  uint64_t stride() const { return stride_; }        // rolling only
+  uint64_t stride() const { return stride_; }          // rolling only
   uint64_t offset() const { return step_ % stride_; }  // rolling only: first sampled coordinate
-  uint64_t seed() const { return seed_; }            // seeded only
-  uint64_t threshold() const { return threshold_; }  // seeded only
+  uint64_t seed() const { return seed_; }              // seeded only
+  uint64_t threshold() const { return threshold_; }    // seeded only
 
   bool Contains(uint64_t i) const {
     if (mode_ == MaskMode::kRolling) return i % stride_ == offset();

@@ -17,15 +17,23 @@ Status Codec::Reconfigure(const CodecConfig& config) {
 StatusOr<std::unique_ptr<Codec>> MakeCodec(const CodecConfig& config) {
   GEOTRAIN_RETURN_IF_ERROR(config.Validate());
   switch (config.codec) {
-    case CodecId::kNone: return NewNoneCodec(config);
-    case CodecId::kFixpoint: return NewFixpointCodec(config);
+    case CodecId::kNone:
+      return NewNoneCodec(config);
+    case CodecId::kFixpoint:
+      return NewFixpointCodec(config);
     case CodecId::kDelta:
-    case CodecId::kDeltaLowBits: return NewDeltaCodec(config);
-    case CodecId::kTah: return NewTahCodec(config);
-    case CodecId::kTopK: return NewTopKCodec(config);
-    case CodecId::kRandK: return NewRandKCodec(config);
-    case CodecId::kPowerSgd: return NewPowerSgdCodec(config);
-    case CodecId::kCocktail: return NewCocktailCodec(config);
+    case CodecId::kDeltaLowBits:
+      return NewDeltaCodec(config);
+    case CodecId::kTah:
+      return NewTahCodec(config);
+    case CodecId::kTopK:
+      return NewTopKCodec(config);
+    case CodecId::kRandK:
+      return NewRandKCodec(config);
+    case CodecId::kPowerSgd:
+      return NewPowerSgdCodec(config);
+    case CodecId::kCocktail:
+      return NewCocktailCodec(config);
   }
   return InvalidArgument("codec: unknown id " + std::to_string(static_cast<int>(config.codec)));
 }

@@ -40,9 +40,12 @@ Status CheckQuantizer(const CodecConfig& c) {
 
 const char* ScaleModeName(ScaleMode mode) {
   switch (mode) {
-    case ScaleMode::kPerChannel: return "channel";
-    case ScaleMode::kPerRow: return "row";
-    case ScaleMode::kPerTile: return "tile";
+    case ScaleMode::kPerChannel:
+      return "channel";
+    case ScaleMode::kPerRow:
+      return "row";
+    case ScaleMode::kPerTile:
+      return "tile";
   }
   return "?";
 }
@@ -74,8 +77,7 @@ Status CodecConfig::Validate() const {
       return CheckQuantizer(*this);
     case CodecId::kDeltaLowBits:
       if (cache_bits != 2 && cache_bits != 4 && cache_bits != 8) {
-        return InvalidArgument("cache_bits: " + std::to_string(cache_bits) +
-                               " must be 2, 4 or 8");
+        return InvalidArgument("cache_bits: " + std::to_string(cache_bits) + " must be 2, 4 or 8");
       }
       [[fallthrough]];
     case CodecId::kDelta:

@@ -34,7 +34,6 @@ std::string Indexed(const char* field, size_t i) {
   return std::string(field) + "[" + std::to_string(i) + "]";
 }
 
-
 const char* CacheFullPolicyName(CacheFullPolicy policy) {
   return policy == CacheFullPolicy::kError ? "error" : "evict-least-recent";
 }

@@ -36,9 +36,9 @@ const char* CacheFullPolicyName(CacheFullPolicy policy);  // "error", "evict-lea
 template <typename Cache>
 Status CheckFitsCache(const Cache& cache, const SampleGeometry& g, const char* field) {
   if (g.samples > cache.capacity()) {
-    return InvalidArgument(std::string(field) + ": " + std::to_string(g.samples) +
-                           " samples in one frame exceed max_cache_samples=" +
-                           std::to_string(cache.capacity()));
+    return InvalidArgument(
+        std::string(field) + ": " + std::to_string(g.samples) +
+        " samples in one frame exceed max_cache_samples=" + std::to_string(cache.capacity()));
   }
   if (g.samples == 0) return OkStatus();
   return cache.CheckSampleShape(g.rows, g.cols).WithContext(field);
@@ -62,12 +62,12 @@ Status CheckFrameAgainstCache(const DeltaFrameParams& header, const SampleGeomet
   }
   if (header.max_cache_samples != static_cast<uint64_t>(cache.capacity()) ||
       header.full_policy != cache.full_policy()) {
-    return FailedPrecondition(
-        "delta.max_cache_samples: the sender's cache holds " +
-        std::to_string(header.max_cache_samples) + " samples (" +
-        CacheFullPolicyName(header.full_policy) + "), this receiver's " +
-        std::to_string(cache.capacity()) + " (" + CacheFullPolicyName(cache.full_policy()) +
-        "); configure both ends alike");
+    return FailedPrecondition("delta.max_cache_samples: the sender's cache holds " +
+                              std::to_string(header.max_cache_samples) + " samples (" +
+                              CacheFullPolicyName(header.full_policy) + "), this receiver's " +
+                              std::to_string(cache.capacity()) + " (" +
+                              CacheFullPolicyName(cache.full_policy()) +
+                              "); configure both ends alike");
   }
   GEOTRAIN_RETURN_IF_ERROR(CheckFitsCache(cache, g, "frame.shape"));
   int64_t new_samples = 0;

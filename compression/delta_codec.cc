@@ -122,7 +122,8 @@ Status DeltaCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWriter*
     if (s.kind == DeltaSampleKind::kFull) {
       section.resize(2 * n);
       if (!FloatToHalfInRange(a, n, section.data(), &frame_error)) {
-        return InvalidArgument(field + ": contains NaN, infinity or a magnitude beyond 65504, "
+        return InvalidArgument(field +
+                               ": contains NaN, infinity or a magnitude beyond 65504, "
                                "the fp16 range of the activation cache");
       }
     } else {
@@ -232,7 +233,8 @@ Status DeltaCodec::Reconfigure(const CodecConfig& config) {
 
 StatusOr<std::unique_ptr<Codec>> NewDeltaCodec(const CodecConfig& config) {
   if (config.codec != CodecId::kDelta && config.codec != CodecId::kDeltaLowBits) {
-    return InvalidArgument(std::string("codec: ") + CodecName(config.codec) + " is not a delta codec");
+    return InvalidArgument(std::string("codec: ") + CodecName(config.codec) +
+                           " is not a delta codec");
   }
   GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ActivationCache> cache,
                             ActivationCache::Create(CacheOptionsFor(config)));

@@ -79,7 +79,8 @@ constexpr int64_t kMinValuesPerThread = int64_t{1} << 18;
 
 int PiecesFor(const QuantLayout& l, int threads) {
   const int64_t values = l.rows * l.cols;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, values / kMinValuesPerThread)));
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(threads, values / kMinValuesPerThread)));
 }
 
 void MaxAbs(const float* x, const QuantLayout& l, int threads, float* amax) {
@@ -90,9 +91,10 @@ void MaxAbs(const float* x, const QuantLayout& l, int threads, float* amax) {
     return;
   }
   std::vector<std::vector<float>> partial(pieces, std::vector<float>(l.cols));
-  const int used = ParallelFor(l.rows, pieces, kRowGrain, [&](int piece, int64_t begin, int64_t end) {
-    MaxAbsRows(x, l, begin, end, partial[piece].data());
-  });
+  const int used =
+      ParallelFor(l.rows, pieces, kRowGrain, [&](int piece, int64_t begin, int64_t end) {
+        MaxAbsRows(x, l, begin, end, partial[piece].data());
+      });
   std::fill(amax, amax + l.cols, 0.0f);
   for (int p = 0; p < used; ++p) {
     for (int64_t c = 0; c < l.cols; ++c) amax[c] = std::max(amax[c], partial[p][c]);
@@ -214,9 +216,12 @@ Status CheckLayout(const QuantLayout& l, int bits) {
 
 int64_t QuantLayout::NumScales() const {
   switch (mode) {
-    case ScaleMode::kPerChannel: return rows > 0 ? cols : 0;
-    case ScaleMode::kPerRow: return rows;
-    case ScaleMode::kPerTile: return rows * TilesPerRow();
+    case ScaleMode::kPerChannel:
+      return rows > 0 ? cols : 0;
+    case ScaleMode::kPerRow:
+      return rows;
+    case ScaleMode::kPerTile:
+      return rows * TilesPerRow();
   }
   return 0;
 }
@@ -274,8 +279,8 @@ Status EncodeFixpointBlock(const float* x, const QuantLayout& l, const QuantizeO
       // 8-bit codes are their own packing: write them in place.
       uint8_t* row_codes = o.bits == 8 ? packed + static_cast<uint64_t>(r) * l.cols : codes.data();
       if (o.rounding == Rounding::kNearest) {
-        QuantizeRowNearest(x + r * l.cols, rm, rs, l.cols, f, row_codes, row_hat,
-                           &piece_err[piece], &piece_norm[piece]);
+        QuantizeRowNearest(x + r * l.cols, rm, rs, l.cols, f, row_codes, row_hat, &piece_err[piece],
+                           &piece_norm[piece]);
       } else {
         QuantizeRowStochastic(x + r * l.cols, rm, rs, l.cols, f, o,
                               static_cast<uint64_t>(r) * l.cols, row_codes, row_hat,

@@ -42,8 +42,9 @@ struct QuantizeOptions {
 // Appends the fixpoint block of `x` to `payload`. If `xhat` is non-null it receives the values the
 // receiver will decode (bit-identical to DecodeFixpointBlock). Adds to `error` when non-null.
 // Fails with INVALID_ARGUMENT if `x` holds NaN or infinity.
-Status EncodeFixpointBlock(const float* x, const QuantLayout& layout, const QuantizeOptions& options,
-                           ByteWriter* payload, float* xhat, ErrorSums* error);
+Status EncodeFixpointBlock(const float* x, const QuantLayout& layout,
+                           const QuantizeOptions& options, ByteWriter* payload, float* xhat,
+                           ErrorSums* error);
 
 // Reads one fixpoint block from `payload` into `out` (rows * cols floats), using up to `threads`.
 Status DecodeFixpointBlock(ByteReader* payload, const QuantLayout& layout, int bits, float* out,

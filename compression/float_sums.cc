@@ -73,8 +73,8 @@ int64_t FindNonFinite(const float* x, int64_t n) {
 Status CheckFinite(const float* x, int64_t n, const std::string& field) {
   const int64_t at = FindNonFinite(x, n);
   if (at < 0) return OkStatus();
-  return InvalidArgument(field + "[" + std::to_string(at) + "]: " +
-                         (std::isnan(x[at]) ? "NaN" : "infinity") + " cannot be encoded");
+  return InvalidArgument(field + "[" + std::to_string(at) +
+                         "]: " + (std::isnan(x[at]) ? "NaN" : "infinity") + " cannot be encoded");
 }
 
 }  // namespace geotrain::compression

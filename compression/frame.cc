@@ -1,6 +1,7 @@
 #include "compression/frame.h"
 
-#define XXH_INLINE_ALL  // compiled with our -march, so XXH3 uses AVX2 whatever the packaged library does
+#define XXH_INLINE_ALL  // compiled with our -march, so XXH3 uses AVX2 whatever the packaged library
+                        // does
 #include <xxhash.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_d_windowLogMax
 #include <zstd.h>
@@ -43,11 +44,13 @@ Status CheckHeader(const uint8_t* p, const FrameLimits& limits, Header* h) {
   ReadHeader(p, h);
   if (h->magic != kFrameMagic) return DataLoss("frame.magic: not a geotrain frame");
   if (h->version != kFrameVersion) {
-    return DataLoss("frame.version: " + std::to_string(h->version) + " is not supported (this build reads " +
-                    std::to_string(kFrameVersion) + ")");
+    return DataLoss("frame.version: " + std::to_string(h->version) +
+                    " is not supported (this build reads " + std::to_string(kFrameVersion) + ")");
   }
-  if (h->codec >= kNumCodecs) return DataLoss("frame.codec: unknown id " + std::to_string(h->codec));
-  if (h->dtype >= kNumDTypes) return DataLoss("frame.dtype: unknown id " + std::to_string(h->dtype));
+  if (h->codec >= kNumCodecs)
+    return DataLoss("frame.codec: unknown id " + std::to_string(h->codec));
+  if (h->dtype >= kNumDTypes)
+    return DataLoss("frame.dtype: unknown id " + std::to_string(h->dtype));
   if (h->flags & ~kFrameFlagZstd) return DataLoss("frame.flags: unknown bits set");
   if (p[9] || p[10] || p[11]) return DataLoss("frame.reserved: must be zero");
   if (h->ndim > kMaxFrameRank) {
@@ -55,8 +58,8 @@ Status CheckHeader(const uint8_t* p, const FrameLimits& limits, Header* h) {
                     std::to_string(kMaxFrameRank));
   }
   if (h->params_len > limits.max_params_bytes) {
-    return DataLoss("frame.params_len: " + std::to_string(h->params_len) + " exceeds the limit of " +
-                    std::to_string(limits.max_params_bytes));
+    return DataLoss("frame.params_len: " + std::to_string(h->params_len) +
+                    " exceeds the limit of " + std::to_string(limits.max_params_bytes));
   }
   if (h->raw_payload_len > limits.max_payload_bytes || h->payload_len > limits.max_payload_bytes) {
     return DataLoss("frame.payload_len: exceeds the limit of " +
@@ -70,7 +73,8 @@ Status CheckHeader(const uint8_t* p, const FrameLimits& limits, Header* h) {
 
 Status CompressPayload(int level, std::vector<uint8_t>* frame, size_t payload_at, size_t n) {
   std::vector<uint8_t> packed(ZSTD_compressBound(n));
-  const size_t got = ZSTD_compress(packed.data(), packed.size(), frame->data() + payload_at, n, level);
+  const size_t got =
+      ZSTD_compress(packed.data(), packed.size(), frame->data() + payload_at, n, level);
   if (ZSTD_isError(got)) return Internal(std::string("zstd: ") + ZSTD_getErrorName(got));
   frame->resize(payload_at + got);
   std::memcpy(frame->data() + payload_at, packed.data(), got);
@@ -87,7 +91,8 @@ Status DecompressPayload(Span<const uint8_t> in, uint64_t raw_len, const FrameLi
   ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, limits.max_zstd_window_log);
   out->resize(raw_len);
   const size_t got = ZSTD_decompressDCtx(dctx.get(), out->data(), raw_len, in.data(), in.size());
-  if (ZSTD_isError(got)) return DataLoss(std::string("frame.payload: zstd: ") + ZSTD_getErrorName(got));
+  if (ZSTD_isError(got))
+    return DataLoss(std::string("frame.payload: zstd: ") + ZSTD_getErrorName(got));
   if (got != raw_len) return DataLoss("frame.payload: zstd produced fewer bytes than declared");
   return OkStatus();
 }
@@ -96,17 +101,29 @@ Status DecompressPayload(Span<const uint8_t> in, uint64_t raw_len, const FrameLi
 
 void ConvertFromFloat(const float* in, DType dtype, void* out, size_t n) {
   switch (dtype) {
-    case DType::kFloat32: if (n) std::memcpy(out, in, n * 4); break;
-    case DType::kFloat16: FloatToHalf(in, static_cast<uint16_t*>(out), n); break;
-    case DType::kBFloat16: FloatToBFloat16(in, static_cast<uint16_t*>(out), n); break;
+    case DType::kFloat32:
+      if (n) std::memcpy(out, in, n * 4);
+      break;
+    case DType::kFloat16:
+      FloatToHalf(in, static_cast<uint16_t*>(out), n);
+      break;
+    case DType::kBFloat16:
+      FloatToBFloat16(in, static_cast<uint16_t*>(out), n);
+      break;
   }
 }
 
 void ConvertToFloat(const void* in, DType dtype, float* out, size_t n) {
   switch (dtype) {
-    case DType::kFloat32: if (n) std::memcpy(out, in, n * 4); break;
-    case DType::kFloat16: HalfToFloat(static_cast<const uint16_t*>(in), out, n); break;
-    case DType::kBFloat16: BFloat16ToFloat(static_cast<const uint16_t*>(in), out, n); break;
+    case DType::kFloat32:
+      if (n) std::memcpy(out, in, n * 4);
+      break;
+    case DType::kFloat16:
+      HalfToFloat(static_cast<const uint16_t*>(in), out, n);
+      break;
+    case DType::kBFloat16:
+      BFloat16ToFloat(static_cast<const uint16_t*>(in), out, n);
+      break;
   }
 }
 
@@ -157,8 +174,7 @@ Status EncodeFrame(Codec& codec, const TensorView& input, std::vector<uint8_t>* 
 }
 
 Status EncodeFrameWith(CodecId codec, int zstd_level, const TensorView& input,
-                       const EncodeStep& encode, std::vector<uint8_t>* frame,
-                       EncodeStats* stats) {
+                       const EncodeStep& encode, std::vector<uint8_t>* frame, EncodeStats* stats) {
   GEOTRAIN_ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(input.shape));
   if (elements > 0 && input.data == nullptr) return InvalidArgument("input.data: null");
 
@@ -261,7 +277,8 @@ Status ParseFrame(Span<const uint8_t> frame, const FrameLimits& limits,
   content->payload = frame.subspan(payload_at, h.payload_len);
   content->params = frame.subspan(payload_at + h.payload_len, h.params_len);
   if (h.flags & kFrameFlagZstd) {
-    GEOTRAIN_RETURN_IF_ERROR(DecompressPayload(content->payload, h.raw_payload_len, limits, scratch));
+    GEOTRAIN_RETURN_IF_ERROR(
+        DecompressPayload(content->payload, h.raw_payload_len, limits, scratch));
     content->payload = Span<const uint8_t>(scratch->data(), scratch->size());
   }
   return OkStatus();

@@ -31,10 +31,10 @@ constexpr uint8_t kFrameFlagZstd = 1;
 
 // Hard limits a receiver enforces before it allocates or reads anything.
 struct FrameLimits {
-  int64_t max_elements = int64_t{1} << 28;       // values in one tensor (1 GiB of f32)
+  int64_t max_elements = int64_t{1} << 28;         // values in one tensor (1 GiB of f32)
   uint64_t max_payload_bytes = uint64_t{1} << 34;  // payload after zstd decompression
   uint32_t max_params_bytes = 1u << 24;
-  int max_zstd_window_log = 27;                  // 128 MiB decompression window
+  int max_zstd_window_log = 27;  // 128 MiB decompression window
 };
 
 // A tensor as the caller holds it.

@@ -162,8 +162,7 @@ bool HalfToFloatFinite(const uint8_t* in, int64_t n, float* out) {
   __m128i non_finite = _mm_setzero_si128();
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i));
-    non_finite = _mm_or_si128(non_finite,
-                              _mm_cmpeq_epi16(_mm_and_si128(h, exponent), exponent));
+    non_finite = _mm_or_si128(non_finite, _mm_cmpeq_epi16(_mm_and_si128(h, exponent), exponent));
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
   }
   ok = _mm_testz_si128(non_finite, non_finite);

@@ -24,8 +24,7 @@ std::string MappedSlotFile::ResolveDirectory(const std::string& dir) {
 }
 
 StatusOr<std::unique_ptr<MappedSlotFile>> MappedSlotFile::Create(const std::string& dir,
-                                                                 int64_t slots,
-                                                                 size_t slot_bytes) {
+                                                                 int64_t slots, size_t slot_bytes) {
   if (slots < 1 || slot_bytes < 1) {
     return InvalidArgument("activation cache file: needs at least one slot of at least one byte");
   }
@@ -40,8 +39,7 @@ StatusOr<std::unique_ptr<MappedSlotFile>> MappedSlotFile::Create(const std::stri
   path.push_back('\0');
   const int fd = mkostemp(path.data(), O_CLOEXEC);
   if (fd < 0) {
-    return Unavailable("cache_dir: cannot create a file in " + directory + ": " +
-                       ErrnoText(errno));
+    return Unavailable("cache_dir: cannot create a file in " + directory + ": " + ErrnoText(errno));
   }
   // Unlinked at once: the mapping keeps the storage alive, and nothing outlives the process.
   unlink(path.data());

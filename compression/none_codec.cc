@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "compression/codecs.h"
-#include "compression/frame.h"
 #include "compression/float_sums.h"
+#include "compression/frame.h"
 
 namespace geotrain::compression {
 namespace {

@@ -167,8 +167,7 @@ void ComputeQ(const float* m_matrix, const float* p, int64_t n, int64_t m, int64
   std::vector<float> qp(m * rp, 0.0f);
   for (int64_t i0 = 0; i0 < n; i0 += kPowerSgdBlockRows) {
     const int64_t rows = std::min(kPowerSgdBlockRows, n - i0);
-    AccumulateTransposedRowBlock(m_matrix + i0 * m, m, rows, m, pp.data() + i0 * rp, rp,
-                                 qp.data());
+    AccumulateTransposedRowBlock(m_matrix + i0 * m, m, rows, m, pp.data() + i0 * rp, rp, qp.data());
   }
   UnpadRows(qp.data(), m, r, rp, q);
 }

@@ -76,15 +76,16 @@ class PowerSgdCodec final : public Codec {
     const int64_t r = rank;
     if (r != EffectiveRank(r, n, m) || (r == 0 && frame.elements > 0)) {
       return DataLoss("powersgd.rank: " + std::to_string(r) + " does not fit a [" +
-                      std::to_string(n) + ", " + std::to_string(m) + "] matrix (1..min(rows, cols))");
+                      std::to_string(n) + ", " + std::to_string(m) +
+                      "] matrix (1..min(rows, cols))");
     }
     ByteReader payload(frame.payload);
     // r <= min(n, m), so (n + m) r <= 2 n m = 2 elements: no overflow for any frame.
     const uint64_t expected = 4 * static_cast<uint64_t>(n + m) * static_cast<uint64_t>(r);
     if (payload.remaining() != expected) {
-      return DataLoss("powersgd.payload: " + std::to_string(payload.remaining()) +
-                      " bytes, rank " + std::to_string(r) + " factors of a [" + std::to_string(n) +
-                      ", " + std::to_string(m) + "] matrix need " + std::to_string(expected));
+      return DataLoss("powersgd.payload: " + std::to_string(payload.remaining()) + " bytes, rank " +
+                      std::to_string(r) + " factors of a [" + std::to_string(n) + ", " +
+                      std::to_string(m) + "] matrix need " + std::to_string(expected));
     }
     float p_max = 0, q_max = 0;
     GEOTRAIN_RETURN_IF_ERROR(ReadFactor(&payload, n * r, "powersgd.p", &p_, &p_max));
@@ -98,7 +99,8 @@ class PowerSgdCodec final : public Codec {
     if (bound >= 0.5 * std::numeric_limits<float>::max()) {
       for (int64_t i = 0; i < frame.elements; ++i) {
         if (!std::isfinite(out[i])) {
-          return DataLoss("powersgd.payload: P Qᵀ overflows float32 at element " + std::to_string(i));
+          return DataLoss("powersgd.payload: P Qᵀ overflows float32 at element " +
+                          std::to_string(i));
         }
       }
     }

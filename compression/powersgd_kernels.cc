@@ -150,8 +150,8 @@ void ProjectScalar(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols,
   }
 }
 
-void AccumulateScalar(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols,
-                      const float* p, int64_t rp, float* qp) {
+void AccumulateScalar(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols, const float* p,
+                      int64_t rp, float* qp) {
   for (int64_t j = 0; j < cols; ++j) {
     float* q = qp + j * rp;
     for (int64_t t = 0; t < rows; ++t) {
@@ -179,15 +179,20 @@ void ReconstructScalar(const float* p, int64_t rows, int64_t rp, int64_t r, cons
 
 }  // namespace
 
-void ProjectRowBlock(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols,
-                     const float* qp, int64_t rp, float* p) {
+void ProjectRowBlock(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols, const float* qp,
+                     int64_t rp, float* p) {
 #ifdef GEOTRAIN_POWERSGD_AVX2
   switch (rows) {
-    case 4: return ProjectAvx2<4>(m_rows, ldm, cols, qp, rp, p);
-    case 3: return ProjectAvx2<3>(m_rows, ldm, cols, qp, rp, p);
-    case 2: return ProjectAvx2<2>(m_rows, ldm, cols, qp, rp, p);
-    case 1: return ProjectAvx2<1>(m_rows, ldm, cols, qp, rp, p);
-    default: return;
+    case 4:
+      return ProjectAvx2<4>(m_rows, ldm, cols, qp, rp, p);
+    case 3:
+      return ProjectAvx2<3>(m_rows, ldm, cols, qp, rp, p);
+    case 2:
+      return ProjectAvx2<2>(m_rows, ldm, cols, qp, rp, p);
+    case 1:
+      return ProjectAvx2<1>(m_rows, ldm, cols, qp, rp, p);
+    default:
+      return;
   }
 #else
   ProjectScalar(m_rows, ldm, rows, cols, qp, rp, p);
@@ -198,11 +203,16 @@ void AccumulateTransposedRowBlock(const float* m_rows, int64_t ldm, int64_t rows
                                   const float* p, int64_t rp, float* qp) {
 #ifdef GEOTRAIN_POWERSGD_AVX2
   switch (rows) {
-    case 4: return AccumulateAvx2<4>(m_rows, ldm, cols, p, rp, qp);
-    case 3: return AccumulateAvx2<3>(m_rows, ldm, cols, p, rp, qp);
-    case 2: return AccumulateAvx2<2>(m_rows, ldm, cols, p, rp, qp);
-    case 1: return AccumulateAvx2<1>(m_rows, ldm, cols, p, rp, qp);
-    default: return;
+    case 4:
+      return AccumulateAvx2<4>(m_rows, ldm, cols, p, rp, qp);
+    case 3:
+      return AccumulateAvx2<3>(m_rows, ldm, cols, p, rp, qp);
+    case 2:
+      return AccumulateAvx2<2>(m_rows, ldm, cols, p, rp, qp);
+    case 1:
+      return AccumulateAvx2<1>(m_rows, ldm, cols, p, rp, qp);
+    default:
+      return;
   }
 #else
   AccumulateScalar(m_rows, ldm, rows, cols, p, rp, qp);
@@ -213,11 +223,16 @@ void ReconstructRowBlock(const float* p, int64_t rows, int64_t rp, int64_t r, co
                          int64_t mp, int64_t cols, float* out, int64_t ldo) {
 #ifdef GEOTRAIN_POWERSGD_AVX2
   switch (rows) {
-    case 4: return ReconstructAvx2<4>(p, rp, r, qt, mp, cols, out, ldo);
-    case 3: return ReconstructAvx2<3>(p, rp, r, qt, mp, cols, out, ldo);
-    case 2: return ReconstructAvx2<2>(p, rp, r, qt, mp, cols, out, ldo);
-    case 1: return ReconstructAvx2<1>(p, rp, r, qt, mp, cols, out, ldo);
-    default: return;
+    case 4:
+      return ReconstructAvx2<4>(p, rp, r, qt, mp, cols, out, ldo);
+    case 3:
+      return ReconstructAvx2<3>(p, rp, r, qt, mp, cols, out, ldo);
+    case 2:
+      return ReconstructAvx2<2>(p, rp, r, qt, mp, cols, out, ldo);
+    case 1:
+      return ReconstructAvx2<1>(p, rp, r, qt, mp, cols, out, ldo);
+    default:
+      return;
   }
 #else
   ReconstructScalar(p, rows, rp, r, qt, mp, cols, out, ldo);

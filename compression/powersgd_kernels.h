@@ -22,8 +22,8 @@ inline int64_t PaddedRank(int64_t r) { return (r + 7) / 8 * 8; }
 inline int64_t PaddedCols(int64_t m) { return (m + 7) / 8 * 8; }
 
 // p[t][0:rp] = Σ_j M[t][j] qp[j][0:rp] for t < rows (p has row stride rp).
-void ProjectRowBlock(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols,
-                     const float* qp, int64_t rp, float* p);
+void ProjectRowBlock(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols, const float* qp,
+                     int64_t rp, float* p);
 
 // qp[j][0:rp] += Σ_t M[t][j] p[t][0:rp] for j < cols (p has row stride rp).
 void AccumulateTransposedRowBlock(const float* m_rows, int64_t ldm, int64_t rows, int64_t cols,

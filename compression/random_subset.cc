@@ -24,7 +24,8 @@ uint64_t UniformBelow(SplitMix64& rng, uint64_t bound) {
 
 }  // namespace
 
-void SampleSubset(uint64_t seed, uint64_t step, int64_t n, int64_t k, std::vector<uint32_t>* indices) {
+void SampleSubset(uint64_t seed, uint64_t step, int64_t n, int64_t k,
+                  std::vector<uint32_t>* indices) {
   indices->clear();
   if (k <= 0 || n <= 0) return;
   const bool complement = k > n / 2;

@@ -16,6 +16,7 @@
 namespace geotrain::compression {
 
 // Fills `indices` with k distinct positions of [0, n), increasing (0 <= k <= n <= 2^32).
-void SampleSubset(uint64_t seed, uint64_t step, int64_t n, int64_t k, std::vector<uint32_t>* indices);
+void SampleSubset(uint64_t seed, uint64_t step, int64_t n, int64_t k,
+                  std::vector<uint32_t>* indices);
 
 }  // namespace geotrain::compression

@@ -104,7 +104,8 @@ Status DecodeSparseValues(const char* codec, const FrameContent& frame, float* o
                     " indices and values");
   }
   Span<const uint8_t> index_bytes, value_bytes_span;
-  GEOTRAIN_RETURN_IF_ERROR(payload.GetSpan(4 * count, &index_bytes, Field(codec, "indices").c_str()));
+  GEOTRAIN_RETURN_IF_ERROR(
+      payload.GetSpan(4 * count, &index_bytes, Field(codec, "indices").c_str()));
   GEOTRAIN_RETURN_IF_ERROR(
       payload.GetSpan(value_bytes * count, &value_bytes_span, Field(codec, "values").c_str()));
   GEOTRAIN_RETURN_IF_ERROR(payload.ExpectEnd(Field(codec, "payload").c_str()));

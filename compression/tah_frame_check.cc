@@ -19,8 +19,8 @@ Status CheckTahParams(const FrameContent& frame, TahParams* p, TahGeometry* geo)
       TahGeometry::Make(frame.shape, frame.elements, p->tile_size, p->entropy_unit, geo);
   if (!shape_ok.ok()) return DataLoss("tah.params." + shape_ok.message());
   if (p->high_units > static_cast<uint64_t>(geo->units)) {
-    return DataLoss("tah.params.high_units: " + std::to_string(p->high_units) +
-                    " exceeds the " + std::to_string(geo->units) + " units");
+    return DataLoss("tah.params.high_units: " + std::to_string(p->high_units) + " exceeds the " +
+                    std::to_string(geo->units) + " units");
   }
   if (p->outlier_tiles > static_cast<uint64_t>(geo->tiles)) {
     return DataLoss("tah.params.outlier_tiles: " + std::to_string(p->outlier_tiles) +
@@ -96,8 +96,7 @@ Status CheckTahFrame(const FrameContent& frame, TahFrameLayout* out,
   GEOTRAIN_RETURN_IF_ERROR(CheckBitmap(unit_map, geo.units, p.high_units, "tah.unit_bitmap"));
   out->tile_map_at = in.position();
   GEOTRAIN_RETURN_IF_ERROR(in.GetSpan(BitmapBytes(geo.tiles), &tile_map, "tah.outlier_bitmap"));
-  GEOTRAIN_RETURN_IF_ERROR(
-      CheckBitmap(tile_map, geo.tiles, p.outlier_tiles, "tah.outlier_bitmap"));
+  GEOTRAIN_RETURN_IF_ERROR(CheckBitmap(tile_map, geo.tiles, p.outlier_tiles, "tah.outlier_bitmap"));
   out->pivots_at = in.position();
   GEOTRAIN_RETURN_IF_ERROR(
       in.GetSpan(PackedFieldBytes(p.outlier_tiles, geo.pivot_bits), &pivot_bytes, "tah.pivots"));
@@ -108,8 +107,8 @@ Status CheckTahFrame(const FrameContent& frame, TahFrameLayout* out,
   GEOTRAIN_RETURN_IF_ERROR(in.GetSpan(static_cast<uint64_t>(geo.tiles) * (p.f32_scales ? 8 : 4),
                                       &scale_bytes, "tah.scales"));
   out->codes_at = in.position();
-  GEOTRAIN_RETURN_IF_ERROR(in.GetSpan(TahCodeBytes(geo, p.high_bits, p.low_bits, p.high_units),
-                                      &codes, "tah.codes"));
+  GEOTRAIN_RETURN_IF_ERROR(
+      in.GetSpan(TahCodeBytes(geo, p.high_bits, p.low_bits, p.high_units), &codes, "tah.codes"));
   GEOTRAIN_RETURN_IF_ERROR(in.ExpectEnd("tah.payload"));
   out->end = in.position();
 

@@ -40,8 +40,7 @@ uint64_t TahCodeBytes(const TahGeometry& geo, int high_bits, int low_bits, uint6
 
 // Checks every field of `frame` and fills `out`; the pivots, which must be unpacked to check
 // their padding, are left in `pivots` (one per rotated tile, in tile order).
-Status CheckTahFrame(const FrameContent& frame, TahFrameLayout* out,
-                     std::vector<uint16_t>* pivots);
+Status CheckTahFrame(const FrameContent& frame, TahFrameLayout* out, std::vector<uint16_t>* pivots);
 // The same for a caller that reads the pivots from the payload itself (the CUDA decoder).
 Status CheckTahFrame(const FrameContent& frame, TahFrameLayout* out);
 

@@ -16,7 +16,8 @@
 //   - entropies: FastLog2(S) - L/S in float for tiles, the double sums and divisions of
 //     TahUnitEntropy for tokens, mapped to the allocator's order-preserving keys;
 //   - outlier test and fp16 reach in double, as FindOutliers writes them;
-//   - zero/scale: directed fp16 rounding by FloatToHalf plus one step, ((max - zero)/(2^b - 1))·slack;
+//   - zero/scale: directed fp16 rounding by FloatToHalf plus one step, ((max - zero)/(2^b -
+//   1))·slack;
 //   - codes: clamp((x - zero)·(1/scale)) rounded half to even; decode fma(code, scale, zero);
 //   - Hadamard butterflies (a + b, a - b) stage by stage, then one product by (float)(1/√G).
 // No FMA contraction may happen anywhere else: the CPU build is compiled with -ffp-contract=off
@@ -78,7 +79,9 @@ GEOTRAIN_HOST_DEVICE inline int TahPopcount(uint32_t v) {
 #endif
 }
 
-GEOTRAIN_HOST_DEVICE inline float TahAbs(float x) { return BitsToFloat(FloatBits(x) & 0x7fffffffu); }
+GEOTRAIN_HOST_DEVICE inline float TahAbs(float x) {
+  return BitsToFloat(FloatBits(x) & 0x7fffffffu);
+}
 GEOTRAIN_HOST_DEVICE inline bool TahIsFinite(float x) {
   return (FloatBits(x) & 0x7f800000u) != 0x7f800000u;
 }
@@ -120,8 +123,8 @@ struct TahLane {
 
 GEOTRAIN_HOST_DEVICE inline TahLane TahLaneInit() {
   TahLane s;
-  s.lo = BitsToFloat(0x7f800000u);   // +inf
-  s.hi = BitsToFloat(0xff800000u);   // -inf
+  s.lo = BitsToFloat(0x7f800000u);  // +inf
+  s.hi = BitsToFloat(0xff800000u);  // -inf
   s.top1 = s.top2 = s.sum = s.log_sum = 0.0f;
   return s;
 }
@@ -220,7 +223,8 @@ GEOTRAIN_HOST_DEVICE inline float TahPick(const float v[8], int i) {
 
 // std::swap(tile[0], tile[pivot]) seen from group `group`, given tile[0] (`v0`) and tile[pivot]
 // (`vp`) as they were before the swap.
-GEOTRAIN_HOST_DEVICE inline void TahSwapPivot(float v[8], int group, int pivot, float v0, float vp) {
+GEOTRAIN_HOST_DEVICE inline void TahSwapPivot(float v[8], int group, int pivot, float v0,
+                                              float vp) {
   if (group == 0) v[0] = vp;
   if (group == (pivot >> 3)) {
     for (int l = 0; l < 8; ++l) v[l] = l == (pivot & 7) ? v0 : v[l];
@@ -397,8 +401,9 @@ GEOTRAIN_HOST_DEVICE inline uint64_t TahRank(const uint8_t* map, const uint32_t*
 
 // High-precision tiles before tile k: `unit_rank` high units precede k's unit; in token units
 // the high row of k also counts its tiles before k.
-GEOTRAIN_HOST_DEVICE inline uint64_t TahHighTilesBefore(bool token, int64_t k, int64_t tiles_per_row,
-                                                        uint64_t unit_rank, bool unit_high) {
+GEOTRAIN_HOST_DEVICE inline uint64_t TahHighTilesBefore(bool token, int64_t k,
+                                                        int64_t tiles_per_row, uint64_t unit_rank,
+                                                        bool unit_high) {
   if (!token) return unit_rank;
   const int64_t in_row = k % tiles_per_row;
   return unit_rank * static_cast<uint64_t>(tiles_per_row) +
@@ -409,9 +414,8 @@ GEOTRAIN_HOST_DEVICE inline uint64_t TahHighTilesBefore(bool token, int64_t k, i
 GEOTRAIN_HOST_DEVICE inline uint64_t TahCodeOffset(int64_t k, uint64_t high_before, int tile_size,
                                                    int high_bits, int low_bits) {
   const uint64_t low_before = static_cast<uint64_t>(k) - high_before;
-  return static_cast<uint64_t>(tile_size / 8) *
-         (static_cast<uint64_t>(high_bits) * high_before +
-          static_cast<uint64_t>(low_bits) * low_before);
+  return static_cast<uint64_t>(tile_size / 8) * (static_cast<uint64_t>(high_bits) * high_before +
+                                                 static_cast<uint64_t>(low_bits) * low_before);
 }
 
 // Byte `q` of PackFields(values, count, width): bit p of the stream is bit width-1-(p % width)

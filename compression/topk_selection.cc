@@ -76,8 +76,8 @@ constexpr std::array<uint64_t, 256> kLeftPack = MakeLeftPackTable();
 // increasing order, with their keys in `keys`, and returns Σx² over all of x: one streaming
 // pass, so later steps never gather from x again. The vector path appends with left-packing
 // stores rather than a branch per selected value.
-double CollectCandidates(const float* x, int64_t n, uint32_t floor, std::vector<uint32_t>* positions,
-                         std::vector<uint32_t>* keys) {
+double CollectCandidates(const float* x, int64_t n, uint32_t floor,
+                         std::vector<uint32_t>* positions, std::vector<uint32_t>* keys) {
   size_t count = 0;
   if (positions->size() < 4096) positions->resize(4096);
   keys->resize(positions->size());

@@ -8,31 +8,44 @@ size_t DTypeSize(DType dtype) { return dtype == DType::kFloat32 ? 4 : 2; }
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "f32";
-    case DType::kFloat16: return "f16";
-    case DType::kBFloat16: return "bf16";
+    case DType::kFloat32:
+      return "f32";
+    case DType::kFloat16:
+      return "f16";
+    case DType::kBFloat16:
+      return "bf16";
   }
   return "?";
 }
 
 StatusOr<DType> ParseDType(const std::string& name) {
   if (name == "f32" || name == "float32" || name == "fp32") return DType::kFloat32;
-  if (name == "f16" || name == "float16" || name == "fp16" || name == "half") return DType::kFloat16;
+  if (name == "f16" || name == "float16" || name == "fp16" || name == "half")
+    return DType::kFloat16;
   if (name == "bf16" || name == "bfloat16") return DType::kBFloat16;
   return InvalidArgument("dtype: unknown '" + name + "' (expected f32, f16 or bf16)");
 }
 
 const char* CodecName(CodecId id) {
   switch (id) {
-    case CodecId::kNone: return "none";
-    case CodecId::kFixpoint: return "fixpoint";
-    case CodecId::kDelta: return "delta";
-    case CodecId::kDeltaLowBits: return "delta-lowbits";
-    case CodecId::kTah: return "tah";
-    case CodecId::kTopK: return "topk";
-    case CodecId::kRandK: return "randk";
-    case CodecId::kPowerSgd: return "powersgd";
-    case CodecId::kCocktail: return "cocktail";
+    case CodecId::kNone:
+      return "none";
+    case CodecId::kFixpoint:
+      return "fixpoint";
+    case CodecId::kDelta:
+      return "delta";
+    case CodecId::kDeltaLowBits:
+      return "delta-lowbits";
+    case CodecId::kTah:
+      return "tah";
+    case CodecId::kTopK:
+      return "topk";
+    case CodecId::kRandK:
+      return "randk";
+    case CodecId::kPowerSgd:
+      return "powersgd";
+    case CodecId::kCocktail:
+      return "cocktail";
   }
   return "?";
 }

@@ -16,8 +16,9 @@ enum class DType : uint8_t { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 constexpr int kNumDTypes = 3;
 
 size_t DTypeSize(DType dtype);
-const char* DTypeName(DType dtype);                  // "f32", "f16", "bf16"
-StatusOr<DType> ParseDType(const std::string& name);  // accepts f32/float32/fp32, f16/fp16/half, bf16
+const char* DTypeName(DType dtype);  // "f32", "f16", "bf16"
+StatusOr<DType> ParseDType(
+    const std::string& name);  // accepts f32/float32/fp32, f16/fp16/half, bf16
 
 // Wire ids of the codecs. Stable: they are written into every frame. Never renumber.
 enum class CodecId : uint8_t {
@@ -34,7 +35,8 @@ enum class CodecId : uint8_t {
 constexpr int kNumCodecs = 9;
 
 const char* CodecName(CodecId id);  // "none", "fixpoint", "delta", "delta-lowbits", "tah", ...
-// Accepts the names above and the seed projects' spellings ("tha", "delta_lowbits", "cocktail_sgd").
+// Accepts the names above and the seed projects' spellings ("tha", "delta_lowbits",
+// "cocktail_sgd").
 StatusOr<CodecId> ParseCodecName(const std::string& name);
 
 using Shape = std::vector<int64_t>;
@@ -55,7 +57,8 @@ struct EncodeInput {
   int64_t elements = 0;
   // One id per shape[0] entry (the samples of a micro-batch); required by delta codecs.
   Span<const uint64_t> sample_ids;
-  // Training step: drives rolling masks (cocktail) and seeded randomness (randk, stochastic rounding).
+  // Training step: drives rolling masks (cocktail) and seeded randomness (randk, stochastic
+  // rounding).
   uint64_t step = 0;
 };
 

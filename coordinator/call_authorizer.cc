@@ -94,8 +94,7 @@ grpc::Status CallAuthorizer::Authorize(std::string_view full_method,
   return grpc::Status::OK;
 }
 
-grpc::Status CallAuthorizer::Process(const InputMetadata& auth_metadata,
-                                     grpc::AuthContext* context,
+grpc::Status CallAuthorizer::Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
                                      OutputMetadata* consumed_auth_metadata,
                                      OutputMetadata* /*response_metadata*/) {
   std::string_view method;

@@ -45,8 +45,7 @@ class CallAuthorizer final : public grpc::AuthMetadataProcessor {
   // `authorization` is the header's value (nullopt: none sent); `peer_certified`: the TLS
   // handshake verified a client certificate.
   grpc::Status Authorize(std::string_view full_method,
-                         std::optional<std::string_view> authorization,
-                         bool peer_certified) const;
+                         std::optional<std::string_view> authorization, bool peer_certified) const;
 
   bool IsBlocking() const override { return false; }
   // Takes ":path" and "authorization" from the metadata; the header is consumed, so handlers

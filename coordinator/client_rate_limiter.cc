@@ -43,7 +43,8 @@ Status ClientRateLimiter::Acquire(const std::string& client_host) {
   RefillLocked(&bucket, now_ms);
   if (bucket.tokens < 1.0) {
     const int64_t wait_ms =
-        static_cast<int64_t>((1.0 - bucket.tokens) * 60000.0 / static_cast<double>(per_minute_)) + 1;
+        static_cast<int64_t>((1.0 - bucket.tokens) * 60000.0 / static_cast<double>(per_minute_)) +
+        1;
     return ResourceExhausted("too many " + what_ + " from " + client_host + ": at most " +
                              std::to_string(per_minute_) + " per minute (" + flag_ +
                              "); retry in " + std::to_string((wait_ms + 999) / 1000) + " s");

@@ -40,11 +40,16 @@ Status CheckModelShape(const v1::ModelShape& shape) {
 
 const char* WorkerStateName(v1::WorkerState state) {
   switch (state) {
-    case v1::WORKER_STATE_IDLE: return "idle";
-    case v1::WORKER_STATE_BUSY: return "busy";
-    case v1::WORKER_STATE_DISCONNECTED: return "disconnected";
-    case v1::WORKER_STATE_DEAD: return "dead";
-    default: return "unspecified";
+    case v1::WORKER_STATE_IDLE:
+      return "idle";
+    case v1::WORKER_STATE_BUSY:
+      return "busy";
+    case v1::WORKER_STATE_DISCONNECTED:
+      return "disconnected";
+    case v1::WORKER_STATE_DEAD:
+      return "dead";
+    default:
+      return "unspecified";
   }
 }
 
@@ -53,8 +58,8 @@ const char* WorkerStateName(v1::WorkerState state) {
 StepFigures StoredJobFigures(const v1::Job& job) {
   StatusOr<runtime::JobSpec> spec = runtime::ParseJobSpec(job.spec_yaml());
   if (spec.ok()) return StepFiguresOf(*spec);
-  spdlog::warn("{}: its stored spec no longer parses ({}); tokens per second will show 0",
-               job.id(), spec.status().ToString());
+  spdlog::warn("{}: its stored spec no longer parses ({}); tokens per second will show 0", job.id(),
+               spec.status().ToString());
   StepFigures figures;
   figures.num_stages = std::max(1, job.num_stages());
   figures.replicas = std::max(1, job.replicas());
@@ -84,8 +89,7 @@ CoordinatorCore::CoordinatorCore(const CoordinatorOptions& options, StateStore* 
 CoordinatorCore::~CoordinatorCore() = default;
 
 StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
-    const CoordinatorOptions& options, StateStore* store, RendezvousScopes* scopes,
-    Clock* clock) {
+    const CoordinatorOptions& options, StateStore* store, RendezvousScopes* scopes, Clock* clock) {
   if (options.heartbeat_interval_ms == 0) {
     return InvalidArgument("heartbeat_interval_ms: must be positive");
   }
@@ -263,8 +267,8 @@ bool CoordinatorCore::Transition(JobEntry& entry, v1::JobState to, const std::st
   const int64_t now = clock_->NowUnixMs();
   const v1::Job before = job;
   job.set_state(to);
-  const bool explains = to == v1::JOB_STATE_FAILED || to == v1::JOB_STATE_CANCELLED ||
-                        to == v1::JOB_STATE_RECOVERING;
+  const bool explains =
+      to == v1::JOB_STATE_FAILED || to == v1::JOB_STATE_CANCELLED || to == v1::JOB_STATE_RECOVERING;
   job.set_message(explains ? why : "");
   job.clear_waiting_for();  // the next placement attempt says it again
   if (to == v1::JOB_STATE_RUNNING && job.started_unix_ms() == 0) job.set_started_unix_ms(now);
@@ -284,8 +288,7 @@ void CoordinatorCore::RefreshWorkerState(WorkerEntry& worker) {
   const v1::WorkerState before = record.state();
   v1::WorkerState after;
   if (worker.session == nullptr) {
-    after = before == v1::WORKER_STATE_DEAD ? v1::WORKER_STATE_DEAD
-                                            : v1::WORKER_STATE_DISCONNECTED;
+    after = before == v1::WORKER_STATE_DEAD ? v1::WORKER_STATE_DEAD : v1::WORKER_STATE_DISCONNECTED;
   } else {
     after = worker.open_tasks.empty() ? v1::WORKER_STATE_IDLE : v1::WORKER_STATE_BUSY;
   }
@@ -486,9 +489,8 @@ std::vector<v1::Worker> CoordinatorCore::ListWorkers(bool include_dead) const {
       workers.push_back(worker->record);
     }
   }
-  std::sort(workers.begin(), workers.end(), [](const v1::Worker& a, const v1::Worker& b) {
-    return WorkerIdLess(a.id(), b.id());
-  });
+  std::sort(workers.begin(), workers.end(),
+            [](const v1::Worker& a, const v1::Worker& b) { return WorkerIdLess(a.id(), b.id()); });
   return workers;
 }
 
@@ -530,8 +532,8 @@ void CoordinatorCore::Tick() {
   for (const std::string& id : job_order_) {
     JobEntry& entry = *jobs_[id];
     const v1::JobState state = entry.job.state();
-    const bool unplaced = state == v1::JOB_STATE_QUEUED ||
-                          (state == v1::JOB_STATE_RECOVERING && entry.ranks.empty());
+    const bool unplaced =
+        state == v1::JOB_STATE_QUEUED || (state == v1::JOB_STATE_RECOVERING && entry.ranks.empty());
     if (unplaced && !blocking.empty()) {
       SetWaitingFor(entry, blocking + ", submitted earlier (jobs are placed in order)");
     } else if (unplaced) {

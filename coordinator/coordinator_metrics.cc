@@ -48,11 +48,16 @@ const TrafficKindBytes kTrafficKinds[] = {
 // The `kind` label of a send kind, as the worker's traffic series name it.
 const char* TrafficKindLabel(v1::TrafficKind kind) {
   switch (kind) {
-    case v1::TRAFFIC_KIND_ACTIVATION: return "activation";
-    case v1::TRAFFIC_KIND_GRADIENT: return "gradient";
-    case v1::TRAFFIC_KIND_DATA_PARALLEL: return "data_parallel";
-    case v1::TRAFFIC_KIND_EMBEDDING: return "embedding";
-    default: return "unspecified";
+    case v1::TRAFFIC_KIND_ACTIVATION:
+      return "activation";
+    case v1::TRAFFIC_KIND_GRADIENT:
+      return "gradient";
+    case v1::TRAFFIC_KIND_DATA_PARALLEL:
+      return "data_parallel";
+    case v1::TRAFFIC_KIND_EMBEDDING:
+      return "embedding";
+    default:
+      return "unspecified";
   }
 }
 
@@ -111,10 +116,9 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
   MetricFamily eval_loss =
       Family("geotrain_job_eval_loss", "Newest evaluation loss (absent before the first)",
              MetricType::Gauge);
-  MetricFamily eval_score =
-      Family("geotrain_job_eval_score",
-             "Newest evaluation score of a sequence classifier: accuracy, f1 or mcc",
-             MetricType::Gauge);
+  MetricFamily eval_score = Family(
+      "geotrain_job_eval_score",
+      "Newest evaluation score of a sequence classifier: accuracy, f1 or mcc", MetricType::Gauge);
   MetricFamily tokens_per_second =
       Family("geotrain_job_tokens_per_second",
              "Tokens per second over the recent steps, all replicas", MetricType::Gauge);
@@ -135,16 +139,16 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
       Family("geotrain_job_restarts_total", "Re-placements after failures", MetricType::Counter);
   MetricFamily steps_lost = Family("geotrain_job_steps_lost_total",
                                    "Steps done and lost to failures", MetricType::Counter);
-  MetricFamily link_bits = Family("geotrain_job_link_bits",
-                                  "Adaptive compression: bits of a rank's sends of one kind",
-                                  MetricType::Gauge);
+  MetricFamily link_bits =
+      Family("geotrain_job_link_bits", "Adaptive compression: bits of a rank's sends of one kind",
+             MetricType::Gauge);
   MetricFamily link_topk = Family("geotrain_job_link_topk_ratio",
                                   "Adaptive compression: cocktail top-k ratio of a rank's "
                                   "data-parallel sends",
                                   MetricType::Gauge);
-  MetricFamily link_changes = Family("geotrain_job_link_compression_changes_total",
-                                     "Adaptive compression: changes of a rank's sends of one kind",
-                                     MetricType::Counter);
+  MetricFamily link_changes =
+      Family("geotrain_job_link_compression_changes_total",
+             "Adaptive compression: changes of a rank's sends of one kind", MetricType::Counter);
 
   for (const v1::Job& job : jobs.jobs) {
     const v1::JobProgress& progress = job.progress();
@@ -188,8 +192,8 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
   families.push_back(JobCounts(jobs.count_by_state));
   for (MetricFamily* family :
        {&info, &step, &total_steps, &loss, &eval_loss, &eval_score, &tokens_per_second,
-        &wire_bytes_per_second, &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step,
-        &restarts, &steps_lost, &link_bits, &link_topk, &link_changes}) {
+        &wire_bytes_per_second, &step_seconds, &raw_bytes, &wire_bytes, &checkpoint_step, &restarts,
+        &steps_lost, &link_bits, &link_topk, &link_changes}) {
     families.push_back(std::move(*family));
   }
   return families;
@@ -197,13 +201,13 @@ std::vector<MetricFamily> CoordinatorMetricFamilies(const std::vector<v1::Worker
 
 std::vector<MetricFamily> LinkMetricFamilies(const std::vector<v1::Worker>& workers,
                                              const std::vector<LinkFigures>& links) {
-  MetricFamily throughput = Family(
-      "geotrain_coordinator_link_throughput_bytes_per_second",
-      "Bias-corrected EWMA of a directed link's throughput, passive samples and probes",
-      MetricType::Gauge);
-  MetricFamily latency = Family("geotrain_coordinator_link_latency_seconds",
-                                "EWMA of a directed link's one-way latency samples",
-                                MetricType::Gauge);
+  MetricFamily throughput =
+      Family("geotrain_coordinator_link_throughput_bytes_per_second",
+             "Bias-corrected EWMA of a directed link's throughput, passive samples and probes",
+             MetricType::Gauge);
+  MetricFamily latency =
+      Family("geotrain_coordinator_link_latency_seconds",
+             "EWMA of a directed link's one-way latency samples", MetricType::Gauge);
   MetricFamily samples =
       Family("geotrain_coordinator_link_samples_total",
              "Throughput samples behind a link's estimate, by source", MetricType::Counter);
@@ -216,11 +220,10 @@ std::vector<MetricFamily> LinkMetricFamilies(const std::vector<v1::Worker>& work
     return it == regions.end() ? std::string() : it->second;
   };
   for (const LinkFigures& link : links) {
-    const std::vector<ClientMetric::Label> ends = {
-        {"src_worker", link.src_worker_id},
-        {"dst_worker", link.dst_worker_id},
-        {"src_region", region(link.src_worker_id)},
-        {"dst_region", region(link.dst_worker_id)}};
+    const std::vector<ClientMetric::Label> ends = {{"src_worker", link.src_worker_id},
+                                                   {"dst_worker", link.dst_worker_id},
+                                                   {"src_region", region(link.src_worker_id)},
+                                                   {"dst_region", region(link.dst_worker_id)}};
     // An unmeasured link has no series: a 0 would read as a dead link on every panel.
     if (link.samples > 0) {
       Add(throughput, ends, link.throughput_bytes_per_second);

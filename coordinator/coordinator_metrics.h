@@ -4,9 +4,10 @@
 //
 // CoordinatorMetricFamilies and LinkMetricFamilies are the pure translations (records in, metric
 // families out); CoordinatorMetrics is the prometheus::Collectable a MetricsEndpoint serves,
-// which feeds them the core's workers, job window and link figures on every Collect. Collect may run on the endpoint's thread
-// concurrently with anything else: it only calls the core's locking queries. StateStoreMetrics,
-// served beside it, is the coordinator's health: whether its state store failed.
+// which feeds them the core's workers, job window and link figures on every Collect. Collect may
+// run on the endpoint's thread concurrently with anything else: it only calls the core's locking
+// queries. StateStoreMetrics, served beside it, is the coordinator's health: whether its state
+// store failed.
 #pragma once
 
 #include <prometheus/collectable.h>

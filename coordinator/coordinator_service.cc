@@ -67,8 +67,7 @@ grpc::Status CoordinatorService::Session(
 }
 
 grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* context,
-                                           const v1::SubmitJobRequest* request,
-                                           v1::Job* response) {
+                                           const v1::SubmitJobRequest* request, v1::Job* response) {
   if (limits_.submissions != nullptr) {
     const Status allowed = limits_.submissions->Acquire(PeerHost(context->peer()));
     if (!allowed.ok()) return ToGrpcStatus(allowed);
@@ -87,8 +86,7 @@ grpc::Status CoordinatorService::GetJobSteps(grpc::ServerContext*,
   return Reply(core_->GetJobSteps(*request), response);
 }
 
-grpc::Status CoordinatorService::ListJobs(grpc::ServerContext*,
-                                          const v1::ListJobsRequest* request,
+grpc::Status CoordinatorService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
                                           v1::ListJobsResponse* response) {
   for (v1::Job& job : core_->ListJobs(request->include_finished())) {
     *response->add_jobs() = std::move(job);
@@ -98,8 +96,7 @@ grpc::Status CoordinatorService::ListJobs(grpc::ServerContext*,
 }
 
 grpc::Status CoordinatorService::CancelJob(grpc::ServerContext*,
-                                           const v1::CancelJobRequest* request,
-                                           v1::Job* response) {
+                                           const v1::CancelJobRequest* request, v1::Job* response) {
   return Reply(core_->CancelJob(request->job_id()), response);
 }
 

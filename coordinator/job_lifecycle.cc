@@ -34,8 +34,8 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
   std::optional<PlannedPlacement> plan =
       eligible.size() >= ranks ? PlanPlacement(entry, eligible) : std::nullopt;
   if (!plan) {
-    SetWaitingFor(entry,
-                  WaitingForWorkers(ranks, entry.cuda_devices_needed, eligible.size(), idle->size()));
+    SetWaitingFor(
+        entry, WaitingForWorkers(ranks, entry.cuda_devices_needed, eligible.size(), idle->size()));
     return false;
   }
   const std::vector<v1::Placement>* placements = &plan->placements;
@@ -105,8 +105,7 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
   // Re-placed ranks start from the spec's codec settings: tell them the adapted ones again, from
   // the first step they run.
   if (resume && entry.adaptive) {
-    SendCodecChanges(entry,
-                     entry.adaptive->Reannounce(job.progress().checkpoint_step() + 1));
+    SendCodecChanges(entry, entry.adaptive->Reannounce(job.progress().checkpoint_step() + 1));
   }
   return true;
 }
@@ -291,8 +290,7 @@ void CoordinatorCore::ApplyTaskStatus(WorkerEntry& worker, const v1::TaskStatus&
             return rank.state == v1::TASK_STATE_SUCCEEDED;
           })) {
         FinishJob(job, v1::JOB_STATE_SUCCEEDED,
-                  "every rank of generation " + std::to_string(job.job.generation()) +
-                      " finished");
+                  "every rank of generation " + std::to_string(job.job.generation()) + " finished");
       }
       break;
     case v1::TASK_STATE_FAILED:
@@ -323,23 +321,23 @@ void CoordinatorCore::ApplyStepReports(WorkerEntry& worker, const v1::StepReport
     const int num_stages = entry->figures.num_stages;
     if (report.stage() < 0 || report.stage() >= num_stages || report.replica() < 0 ||
         report.replica() >= entry->figures.replicas) {
-      spdlog::warn("worker {}: step report for {} names stage {}, replica {}, outside the job; "
-                   "ignored",
-                   worker.record.id(), report.job_id(), report.stage(), report.replica());
+      spdlog::warn(
+          "worker {}: step report for {} names stage {}, replica {}, outside the job; "
+          "ignored",
+          worker.record.id(), report.job_id(), report.stage(), report.replica());
       continue;
     }
-    RankTask& rank = entry->ranks[static_cast<size_t>(report.replica()) * num_stages +
-                                  report.stage()];
+    RankTask& rank =
+        entry->ranks[static_cast<size_t>(report.replica()) * num_stages + report.stage()];
     if (rank.worker_id != worker.record.id() || rank.lost) continue;
     rank.reported_step = true;
     AddPassiveSamples(*entry, worker.record.id(), report);
     ObserveForTuning(*entry, worker, report);
-    std::optional<v1::JobStep> step =
-        entry->steps.Add(report, now, entry->job.mutable_progress());
+    std::optional<v1::JobStep> step = entry->steps.Add(report, now, entry->job.mutable_progress());
     if (step) {
-      if (!Write("writing step " + std::to_string(step->step()) + " of " + entry->job.id(),
-                 [&] { return store_->PutStep(entry->job.id(), *step); })
-               .ok()) {
+      if (!Write("writing step " + std::to_string(step->step()) + " of " + entry->job.id(), [&] {
+             return store_->PutStep(entry->job.id(), *step);
+           }).ok()) {
         return;
       }
       entry->progress_dirty = true;
@@ -377,9 +375,9 @@ void CoordinatorCore::ApplyLogLines(WorkerEntry& worker, const v1::LogLines& lin
     by_job[line.job_id()].push_back(std::move(sequenced));
   }
   for (const auto& [job_id, batch] : by_job) {
-    if (!Write("appending " + std::to_string(batch.size()) + " log lines of " + job_id,
-               [&] { return store_->AppendLogLines(job_id, batch); })
-             .ok()) {
+    if (!Write("appending " + std::to_string(batch.size()) + " log lines of " + job_id, [&] {
+           return store_->AppendLogLines(job_id, batch);
+         }).ok()) {
       return;
     }
   }

@@ -136,7 +136,8 @@ int CudaDevicesNeeded(const runtime::JobSpec& spec) {
 
 int CudaDevicesOf(const v1::WorkerCapabilities& capabilities) {
   // Registration bounds the count (worker_sessions.cc), so it fits an int.
-  if (capabilities.cuda_device_count() > 0) return static_cast<int>(capabilities.cuda_device_count());
+  if (capabilities.cuda_device_count() > 0)
+    return static_cast<int>(capabilities.cuda_device_count());
   return capabilities.device_kind().rfind("cuda", 0) == 0 ? 1 : 0;
 }
 

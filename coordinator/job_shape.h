@@ -39,7 +39,7 @@ class StepShapeMeter {
 
  private:
   struct StageFigures {
-    std::vector<double> forward, backward;  // seconds per micro-batch
+    std::vector<double> forward, backward;           // seconds per micro-batch
     std::vector<double> activation, gradient, sync;  // wire bytes
   };
   int num_stages_ = 0;

@@ -37,14 +37,22 @@ bool IsAllowedTransition(JobState from, JobState to) {
 
 const char* JobStateName(JobState state) {
   switch (state) {
-    case v1::JOB_STATE_QUEUED: return "queued";
-    case v1::JOB_STATE_PLACING: return "placing";
-    case v1::JOB_STATE_RUNNING: return "running";
-    case v1::JOB_STATE_RECOVERING: return "recovering";
-    case v1::JOB_STATE_SUCCEEDED: return "succeeded";
-    case v1::JOB_STATE_FAILED: return "failed";
-    case v1::JOB_STATE_CANCELLED: return "cancelled";
-    default: return "unspecified";
+    case v1::JOB_STATE_QUEUED:
+      return "queued";
+    case v1::JOB_STATE_PLACING:
+      return "placing";
+    case v1::JOB_STATE_RUNNING:
+      return "running";
+    case v1::JOB_STATE_RECOVERING:
+      return "recovering";
+    case v1::JOB_STATE_SUCCEEDED:
+      return "succeeded";
+    case v1::JOB_STATE_FAILED:
+      return "failed";
+    case v1::JOB_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unspecified";
   }
 }
 

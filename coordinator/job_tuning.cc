@@ -26,12 +26,13 @@ void CoordinatorCore::InitTuning(JobEntry& entry) {
   if (!spec->base.compression.adaptive.enabled) return;
   StatusOr<AdaptiveController> controller = AdaptiveController::Create(*spec);
   if (!controller.ok()) {
-    spdlog::warn("{}: adaptive compression off: {}", entry.job.id(), controller.status().ToString());
+    spdlog::warn("{}: adaptive compression off: {}", entry.job.id(),
+                 controller.status().ToString());
     return;
   }
   if (entry.job.compression_size() > 0) {
-    Status restored = controller->Restore(
-        {entry.job.compression().begin(), entry.job.compression().end()});
+    Status restored =
+        controller->Restore({entry.job.compression().begin(), entry.job.compression().end()});
     if (!restored.ok()) {
       spdlog::warn("{}: adaptive compression starts from the spec's settings: {}", entry.job.id(),
                    restored.ToString());
@@ -89,8 +90,8 @@ void CoordinatorCore::ObserveForTuning(JobEntry& entry, const WorkerEntry& worke
   if (self_rank < entry.rank_compute_seconds.size()) {
     entry.rank_compute_seconds[self_rank] = report.phases().forward() + report.phases().backward();
   }
-  const double step_compute = *std::max_element(entry.rank_compute_seconds.begin(),
-                                                entry.rank_compute_seconds.end());
+  const double step_compute =
+      *std::max_element(entry.rank_compute_seconds.begin(), entry.rank_compute_seconds.end());
   // The estimate of self -> dst; {0, 0} while unmeasured.
   const auto link_to = [&](const std::string* dst) -> planner::LinkCost {
     if (dst == nullptr) return {};

@@ -139,16 +139,18 @@ Status KvStore::Await(Lock& lock, const KvScopeId& id, Scope& scope,
   Status result;
   while (true) {
     if (scope.dropped) {
-      result = FailedPrecondition(ScopeName(id) + ": scope dropped (the job ended or was placed "
-                                  "again) while " + describe_wait());
+      result = FailedPrecondition(ScopeName(id) +
+                                  ": scope dropped (the job ended or was placed "
+                                  "again) while " +
+                                  describe_wait());
       break;
     }
     if (ready()) break;
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
-      result = Status(StatusCode::kDeadlineExceeded,
-                      ScopeName(id) + ": timed out after " + std::to_string(timeout.count()) +
-                          " ms " + describe_wait());
+      result = Status(StatusCode::kDeadlineExceeded, ScopeName(id) + ": timed out after " +
+                                                         std::to_string(timeout.count()) + " ms " +
+                                                         describe_wait());
       break;
     }
     Clock::time_point wake = deadline;
@@ -161,8 +163,8 @@ Status KvStore::Await(Lock& lock, const KvScopeId& id, Scope& scope,
         result = Unavailable(ScopeName(id) + ": the caller gave up " + describe_wait());
         break;
       }
-      wake = std::min(wake, now + std::max(wait.abandon_check_interval,
-                                           std::chrono::milliseconds(1)));
+      wake =
+          std::min(wake, now + std::max(wait.abandon_check_interval, std::chrono::milliseconds(1)));
     }
     scope.changed.wait_until(lock, wake);
   }
@@ -255,9 +257,8 @@ StatusOr<bool> KvStore::Check(const KvScopeId& scope, const std::vector<std::str
   }
   std::lock_guard<std::mutex> lock(mu_);
   const std::shared_ptr<Scope> entry = Find(scope);
-  return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) {
-    return entry && entry->values.count(key) > 0;
-  });
+  return std::all_of(keys.begin(), keys.end(),
+                     [&](const std::string& key) { return entry && entry->values.count(key) > 0; });
 }
 
 StatusOr<bool> KvStore::Delete(const KvScopeId& scope, const std::string& key) {

@@ -16,9 +16,8 @@ v1::LinkMatrix CoordinatorCore::GetLinks() const {
   for (const auto& [id, worker] : workers_) {
     if (worker->record.state() != v1::WORKER_STATE_DEAD) live.push_back(worker->record);
   }
-  std::sort(live.begin(), live.end(), [](const v1::Worker& a, const v1::Worker& b) {
-    return WorkerIdLess(a.id(), b.id());
-  });
+  std::sort(live.begin(), live.end(),
+            [](const v1::Worker& a, const v1::Worker& b) { return WorkerIdLess(a.id(), b.id()); });
   return links_.Matrix(live);
 }
 
@@ -77,8 +76,7 @@ void CoordinatorCore::SendDueProbes() {
     WorkerEntry* worker = FindWorker(worker_id);
     v1::CoordinatorMessage message;
     *message.mutable_probe() = std::move(order);
-    spdlog::debug("worker {}: probe order for {} links", worker_id,
-                  message.probe().targets_size());
+    spdlog::debug("worker {}: probe order for {} links", worker_id, message.probe().targets_size());
     worker->session->Send(message);
   }
 }

@@ -23,11 +23,10 @@ std::vector<PassiveLinkSample> PassiveLinkSamples(
   // Keyed by (sent, peer worker): the directed link, in a stable order.
   std::map<std::pair<bool, std::string>, PassiveLinkSample> by_link;
   for (const v1::LinkTraffic& traffic : report.traffic()) {
-    const auto peer = std::find_if(placements.begin(), placements.end(),
-                                   [&](const v1::Placement& p) {
-                                     return p.stage() == traffic.peer_stage() &&
-                                            p.replica() == traffic.peer_replica();
-                                   });
+    const auto peer =
+        std::find_if(placements.begin(), placements.end(), [&](const v1::Placement& p) {
+          return p.stage() == traffic.peer_stage() && p.replica() == traffic.peer_replica();
+        });
     if (peer == placements.end() || peer->worker_id() == self_worker_id) continue;
     PassiveLinkSample& sample = by_link[{traffic.sent(), peer->worker_id()}];
     if (sample.src_worker_id.empty()) {

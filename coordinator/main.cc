@@ -3,9 +3,9 @@
 // clean shutdown, 1 when the state directory cannot be used or an address cannot be bound, 2 for
 // bad flags (a non-loopback --listen without TLS and tokens and without --insecure included, and
 // certificate or token files that cannot be used).
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <csignal>
 #include <cstdlib>
@@ -112,10 +112,10 @@ int main(int argc, char** argv) {
     return Usage("--heartbeat-interval-ms: must be positive");
   }
   if (options.coordinator.heartbeat_timeout_ms <= options.coordinator.heartbeat_interval_ms) {
-    return Usage("--heartbeat-timeout-ms: " +
-                 std::to_string(options.coordinator.heartbeat_timeout_ms) +
-                 " must exceed --heartbeat-interval-ms (" +
-                 std::to_string(options.coordinator.heartbeat_interval_ms) + ")");
+    return Usage(
+        "--heartbeat-timeout-ms: " + std::to_string(options.coordinator.heartbeat_timeout_ms) +
+        " must exceed --heartbeat-interval-ms (" +
+        std::to_string(options.coordinator.heartbeat_interval_ms) + ")");
   }
   if (stop_timeout_seconds <= 0) return Usage("--stop-timeout-seconds: must be positive");
   if (reattach_grace_seconds < 0) return Usage("--reattach-grace-seconds: must not be negative");
@@ -201,9 +201,10 @@ int main(int argc, char** argv) {
 
   spdlog::info("listening on {} (state in {})", (*server)->address(), options.state_dir);
   if (security.tls_cert_file.empty()) {
-    spdlog::warn("no TLS: {}", geotrain::coordinator::IsLoopbackListenAddress(options.listen_address)
-                                   ? "development mode on loopback, no tokens checked"
-                                   : "--insecure: anyone who reaches the port may call");
+    spdlog::warn("no TLS: {}",
+                 geotrain::coordinator::IsLoopbackListenAddress(options.listen_address)
+                     ? "development mode on loopback, no tokens checked"
+                     : "--insecure: anyone who reaches the port may call");
   } else {
     spdlog::info("TLS on; worker client certificates {}; join token {}; admin token {}",
                  security.tls_ca_file.empty() ? "not checked" : "required",
@@ -229,9 +230,10 @@ int main(int argc, char** argv) {
   if (store_failure.empty()) {
     spdlog::info("state written; bye");
   } else {
-    spdlog::warn("the state store had failed ({}): what was acknowledged before is written, "
-                 "nothing after it; bye",
-                 store_failure);
+    spdlog::warn(
+        "the state store had failed ({}): what was acknowledged before is written, "
+        "nothing after it; bye",
+        store_failure);
   }
   return 0;
 }

@@ -14,11 +14,10 @@ bool WorkerIdLess(const std::string& a, const std::string& b) {
 namespace {
 
 void SortInOrder(std::vector<PlacementCandidate>& idle) {
-  std::sort(idle.begin(), idle.end(),
-            [](const PlacementCandidate& a, const PlacementCandidate& b) {
-              if (a.region != b.region) return a.region < b.region;
-              return WorkerIdLess(a.worker_id, b.worker_id);
-            });
+  std::sort(idle.begin(), idle.end(), [](const PlacementCandidate& a, const PlacementCandidate& b) {
+    if (a.region != b.region) return a.region < b.region;
+    return WorkerIdLess(a.worker_id, b.worker_id);
+  });
 }
 
 // Rank r = replica * num_stages + stage runs on idle[grid[r]].
@@ -68,12 +67,12 @@ std::string WaitingForWorkers(size_t ranks, int cuda_devices, size_t eligible, s
   if (cuda_devices == 0) {
     return text + "; " + std::to_string(idle) + (idle == 1 ? " is" : " are") + " idle now";
   }
-  text += cuda_devices == 1 ? " with a CUDA device"
-                            : " with " + std::to_string(cuda_devices) +
-                                  " CUDA devices (model.device cuda:" +
-                                  std::to_string(cuda_devices - 1) + ")";
-  return text + "; " + std::to_string(eligible) + " of the " + std::to_string(idle) +
-         " idle now " + (eligible == 1 ? "qualifies" : "qualify");
+  text += cuda_devices == 1
+              ? " with a CUDA device"
+              : " with " + std::to_string(cuda_devices) +
+                    " CUDA devices (model.device cuda:" + std::to_string(cuda_devices - 1) + ")";
+  return text + "; " + std::to_string(eligible) + " of the " + std::to_string(idle) + " idle now " +
+         (eligible == 1 ? "qualifies" : "qualify");
 }
 
 std::optional<std::vector<v1::Placement>> PlaceInOrder(std::vector<PlacementCandidate> idle,
@@ -88,8 +87,7 @@ std::optional<PlannedPlacement> PlacePlanned(std::vector<PlacementCandidate> idl
                                              const planner::JobShape& shape,
                                              const LinkLookup& lookup,
                                              const planner::PlannerOptions& options) {
-  const size_t needed =
-      static_cast<size_t>(shape.num_stages) * static_cast<size_t>(shape.replicas);
+  const size_t needed = static_cast<size_t>(shape.num_stages) * static_cast<size_t>(shape.replicas);
   if (idle.size() < needed) return std::nullopt;
   SortInOrder(idle);
   std::vector<planner::WorkerInfo> workers;

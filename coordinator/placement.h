@@ -42,11 +42,11 @@ using LinkLookup =
 
 struct PlannedPlacement {
   std::vector<v1::Placement> placements;  // in rank order
-  bool planned = false;         // false: in-order was kept
-  double inorder_seconds = 0;   // the cost model's step for in-order
-  double planned_seconds = 0;   // ... for the placements returned
-  double planner_seconds = 0;   // the search's own time
-  std::string start;            // the starting grid the plan came from, or why in-order stayed
+  bool planned = false;                   // false: in-order was kept
+  double inorder_seconds = 0;             // the cost model's step for in-order
+  double planned_seconds = 0;             // ... for the placements returned
+  double planner_seconds = 0;             // the search's own time
+  std::string start;  // the starting grid the plan came from, or why in-order stayed
 };
 
 // The workers of `idle` that can run a rank of a job needing `cuda_devices` CUDA devices per

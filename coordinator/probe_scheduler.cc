@@ -29,8 +29,8 @@ Status ProbeSchedulerOptions::Validate() const {
                            "link for minutes)");
   }
   if (timeout_ms < kMinProbeTimeoutMs || timeout_ms > kMaxProbeTimeoutMs) {
-    return InvalidArgument("--probe-timeout: " + std::to_string(timeout_ms) +
-                           " ms is outside [" + std::to_string(kMinProbeTimeoutMs) + ", " +
+    return InvalidArgument("--probe-timeout: " + std::to_string(timeout_ms) + " ms is outside [" +
+                           std::to_string(kMinProbeTimeoutMs) + ", " +
                            std::to_string(kMaxProbeTimeoutMs) + "]");
   }
   if (streams < 1 || streams > kMaxProbeStreams) {
@@ -91,9 +91,8 @@ std::vector<std::pair<std::string, v1::ProbeOrder>> ProbeScheduler::Due(
           last == last_ordered_ms_.end() ? std::numeric_limits<int64_t>::min() : last->second;
       if (urgent_.count(link) != 0) {
         due.emplace_back(false, last_ms, i);
-      } else if (options_.interval_ms > 0 &&
-                 (last == last_ordered_ms_.end() ||
-                  now_ms - last->second >= options_.interval_ms)) {
+      } else if (options_.interval_ms > 0 && (last == last_ordered_ms_.end() ||
+                                              now_ms - last->second >= options_.interval_ms)) {
         due.emplace_back(true, last_ms, i);
       }
     }

@@ -12,16 +12,26 @@ using std::chrono::milliseconds;
 
 grpc::StatusCode ToGrpcCode(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return grpc::StatusCode::OK;
-    case StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
-    case StatusCode::kDataLoss: return grpc::StatusCode::DATA_LOSS;
-    case StatusCode::kOutOfRange: return grpc::StatusCode::OUT_OF_RANGE;
-    case StatusCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
-    case StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
-    case StatusCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
-    case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
-    case StatusCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
-    case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
+    case StatusCode::kOk:
+      return grpc::StatusCode::OK;
+    case StatusCode::kInvalidArgument:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case StatusCode::kDataLoss:
+      return grpc::StatusCode::DATA_LOSS;
+    case StatusCode::kOutOfRange:
+      return grpc::StatusCode::OUT_OF_RANGE;
+    case StatusCode::kFailedPrecondition:
+      return grpc::StatusCode::FAILED_PRECONDITION;
+    case StatusCode::kResourceExhausted:
+      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kNotFound:
+      return grpc::StatusCode::NOT_FOUND;
+    case StatusCode::kUnavailable:
+      return grpc::StatusCode::UNAVAILABLE;
+    case StatusCode::kDeadlineExceeded:
+      return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case StatusCode::kInternal:
+      return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::UNKNOWN;
 }

@@ -26,17 +26,20 @@ constexpr std::chrono::seconds kShutdownGrace{2};
 StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const ServerSecurityOptions& security) {
   if (security.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions ssl(
-      security.tls_ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                   // The CLI connects without a certificate: a worker call
-                                   // without one is refused per call, by the authorizer.
-                                   : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions ssl(security.tls_ca_file.empty()
+                                            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                            // The CLI connects without a certificate: a worker call
+                                            // without one is refused per call, by the authorizer.
+                                            : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  GEOTRAIN_ASSIGN_OR_RETURN(pair.cert_chain, auth::ReadPemFile({security.tls_cert_file, "--tls-cert"}));
-  GEOTRAIN_ASSIGN_OR_RETURN(pair.private_key, auth::ReadPemFile({security.tls_key_file, "--tls-key"}));
+  GEOTRAIN_ASSIGN_OR_RETURN(pair.cert_chain,
+                            auth::ReadPemFile({security.tls_cert_file, "--tls-cert"}));
+  GEOTRAIN_ASSIGN_OR_RETURN(pair.private_key,
+                            auth::ReadPemFile({security.tls_key_file, "--tls-key"}));
   ssl.pem_key_cert_pairs.push_back(std::move(pair));
   if (!security.tls_ca_file.empty()) {
-    GEOTRAIN_ASSIGN_OR_RETURN(ssl.pem_root_certs, auth::ReadPemFile({security.tls_ca_file, "--tls-ca"}));
+    GEOTRAIN_ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                              auth::ReadPemFile({security.tls_ca_file, "--tls-ca"}));
   }
   CallAuthorizerOptions authorizer;
   authorizer.require_client_cert = !security.tls_ca_file.empty();
@@ -45,12 +48,14 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
                               auth::ReadTokenFile({security.join_token_file, "--join-token-file"}));
   }
   if (!security.admin_token_file.empty()) {
-    GEOTRAIN_ASSIGN_OR_RETURN(authorizer.admin_token,
-                              auth::ReadTokenFile({security.admin_token_file, "--admin-token-file"}));
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        authorizer.admin_token,
+        auth::ReadTokenFile({security.admin_token_file, "--admin-token-file"}));
   }
   if (authorizer.join_token == authorizer.admin_token && !authorizer.join_token.empty()) {
-    return InvalidArgument("--join-token-file/--admin-token-file: the two tokens are the same; a "
-                           "worker could then act as an admin");
+    return InvalidArgument(
+        "--join-token-file/--admin-token-file: the two tokens are the same; a "
+        "worker could then act as an admin");
   }
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::SslServerCredentials(ssl);
   credentials->SetAuthMetadataProcessor(std::make_shared<CallAuthorizer>(authorizer));
@@ -67,21 +72,22 @@ bool IsLoopbackListenAddress(const std::string& listen_address) {
   const std::string& host = where->host;
   if (host == "localhost" || host == "::1") return true;
   in_addr v4{};
-  return inet_pton(AF_INET, host.c_str(), &v4) == 1 &&
-         (ntohl(v4.s_addr) >> 24) == 127;
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
 Status CheckServerSecurity(const std::string& listen_address,
                            const ServerSecurityOptions& security) {
   const bool tls = !security.tls_cert_file.empty();
   if (security.tls_cert_file.empty() != security.tls_key_file.empty()) {
-    return InvalidArgument("--tls-cert/--tls-key: give both (the server's certificate and its "
-                           "private key) or neither");
+    return InvalidArgument(
+        "--tls-cert/--tls-key: give both (the server's certificate and its "
+        "private key) or neither");
   }
   if (!tls) {
     if (!security.tls_ca_file.empty()) {
-      return InvalidArgument("--tls-ca: client certificates need TLS; give --tls-cert and "
-                             "--tls-key too");
+      return InvalidArgument(
+          "--tls-ca: client certificates need TLS; give --tls-cert and "
+          "--tls-key too");
     }
     for (const auto& [flag, file] : {std::pair{"--join-token-file", &security.join_token_file},
                                      std::pair{"--admin-token-file", &security.admin_token_file}}) {
@@ -121,9 +127,9 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
   GEOTRAIN_RETURN_IF_ERROR(CheckServerSecurity(options.listen_address, options.security));
   if (options.max_receive_message_bytes < 1024) {
-    return InvalidArgument("max receive message size: " +
-                           std::to_string(options.max_receive_message_bytes) +
-                           " bytes is below 1024");
+    return InvalidArgument(
+        "max receive message size: " + std::to_string(options.max_receive_message_bytes) +
+        " bytes is below 1024");
   }
   GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                             MakeServerCredentials(options.security));
@@ -134,12 +140,12 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   GEOTRAIN_ASSIGN_OR_RETURN(server->core_,
                             CoordinatorCore::Create(options.coordinator, server->store_.get(),
                                                     server->scopes_.get(), &RealClock()));
-  server->registration_limiter_ = std::make_unique<ClientRateLimiter>(
-      options.max_registrations_per_minute, "registrations", "--max-registrations-per-minute",
-      &RealClock());
-  server->submission_limiter_ = std::make_unique<ClientRateLimiter>(
-      options.max_submissions_per_minute, "job submissions", "--max-submissions-per-minute",
-      &RealClock());
+  server->registration_limiter_ =
+      std::make_unique<ClientRateLimiter>(options.max_registrations_per_minute, "registrations",
+                                          "--max-registrations-per-minute", &RealClock());
+  server->submission_limiter_ =
+      std::make_unique<ClientRateLimiter>(options.max_submissions_per_minute, "job submissions",
+                                          "--max-submissions-per-minute", &RealClock());
   server->coordinator_service_ = std::make_unique<CoordinatorService>(
       server->core_.get(), server->store_.get(),
       CallLimits{server->registration_limiter_.get(), server->submission_limiter_.get()});
@@ -158,8 +164,8 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return Unavailable("listen address " + options.listen_address +
                        ": cannot listen there (in use, or not an address of this machine)");
   }
-  server->address_ = unix_socket ? options.listen_address
-                                 : io::HostPort{where.host, server->port_}.ToString();
+  server->address_ =
+      unix_socket ? options.listen_address : io::HostPort{where.host, server->port_}.ToString();
   server->scheduler_ = std::make_unique<SchedulerThread>(server->core_.get(), options.tick_period);
   return server;
 }

@@ -11,11 +11,10 @@ Status SqliteError(sqlite3* db, const std::string& path, int code, const std::st
   const char* message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(code);
   // Corruption and foreign files are data problems, not transient ones.
   const int primary = code & 0xff;
-  const StatusCode status_code = (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
-                                     ? StatusCode::kDataLoss
-                                 : (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
-                                     ? StatusCode::kUnavailable
-                                     : StatusCode::kInternal;
+  const StatusCode status_code =
+      (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) ? StatusCode::kDataLoss
+      : (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)  ? StatusCode::kUnavailable
+                                                              : StatusCode::kInternal;
   return Status(status_code, path + ": " + what + ": " + message);
 }
 
@@ -80,9 +79,9 @@ std::string SqliteStatement::ColumnBlob(int index) const {
 
 StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status status = SqliteError(db, path, rc, "cannot open the database");
     sqlite3_close(db);

@@ -4,10 +4,11 @@
 //                                           next_worker_number, next_job_number
 //   workers(id PRIMARY KEY, state, record)  record: a serialised v1.Worker
 //   jobs(id PRIMARY KEY, number UNIQUE, name, state, submitted_unix_ms, record: v1.Job)
-//   job_events(job_id, sequence, unix_ms, record: v1.JobEvent)          PRIMARY KEY (job_id, sequence)
-//   job_log_lines(job_id, sequence, unix_ms, record: v1.LogLine)        PRIMARY KEY (job_id, sequence)
-//   job_steps(job_id, step, generation, record: v1.JobStep)             PRIMARY KEY (job_id, step)
-//   links(src, dst, throughput, samples, probe_samples, latency, latency_samples,
+//   job_events(job_id, sequence, unix_ms, record: v1.JobEvent)          PRIMARY KEY (job_id,
+//   sequence) job_log_lines(job_id, sequence, unix_ms, record: v1.LogLine)        PRIMARY KEY
+//   (job_id, sequence) job_steps(job_id, step, generation, record: v1.JobStep)             PRIMARY
+//   KEY (job_id, step) links(src, dst, throughput, samples, probe_samples, latency,
+//   latency_samples,
 //         probe_throughput, probe_latency, probed_unix_ms, probe_failures, updated_unix_ms)
 //                                                                       PRIMARY KEY (src, dst)
 //   job_keys(job_id PRIMARY KEY, frame_key)  frame_key: the job's 32-byte data-plane key, kept
@@ -15,10 +16,11 @@
 //
 // `links` and `job_keys` joined schema 1 later: they are created (IF NOT EXISTS) whenever a
 // database is opened, so an older database gains them and an older coordinator, which never
-// reads them, still opens the file (the core gives a job without a key a new one). An estimator is stored as its estimate and sample count, from which LinkTable rebuilds
-// its weighted sum and weight exactly (link_table.h). Its figures in bytes per second and seconds
-// are TEXT of 17 significant digits, which parse back to the same double (sqlite_db.h binds no
-// doubles, and SQLite's own REAL-to-text keeps only 15 digits).
+// reads them, still opens the file (the core gives a job without a key a new one). An estimator is
+// stored as its estimate and sample count, from which LinkTable rebuilds its weighted sum and
+// weight exactly (link_table.h). Its figures in bytes per second and seconds are TEXT of 17
+// significant digits, which parse back to the same double (sqlite_db.h binds no doubles, and
+// SQLite's own REAL-to-text keeps only 15 digits).
 //
 // WAL with synchronous=NORMAL: a commit is in the WAL file before the call returns, so a
 // coordinator killed with -9 loses nothing; only a power cut could lose the newest commits.
@@ -174,9 +176,8 @@ class SqliteStateStore final : public StateStore {
         GEOTRAIN_ASSIGN_OR_RETURN(link.latency_seconds,
                                   ParseDouble(query.ColumnText(5), row_name + " latency"));
         link.latency_samples = static_cast<uint64_t>(query.ColumnInt64(6));
-        GEOTRAIN_ASSIGN_OR_RETURN(
-            link.probe_throughput_bytes_per_second,
-            ParseDouble(query.ColumnText(7), row_name + " probe_throughput"));
+        GEOTRAIN_ASSIGN_OR_RETURN(link.probe_throughput_bytes_per_second,
+                                  ParseDouble(query.ColumnText(7), row_name + " probe_throughput"));
         GEOTRAIN_ASSIGN_OR_RETURN(link.probe_latency_seconds,
                                   ParseDouble(query.ColumnText(8), row_name + " probe_latency"));
         link.probed_unix_ms = query.ColumnInt64(9);
@@ -332,8 +333,8 @@ class SqliteStateStore final : public StateStore {
     return transaction.Commit();
   }
 
-  StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id,
-                                                  int64_t after_sequence, int limit) override {
+  StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id, int64_t after_sequence,
+                                                  int limit) override {
     std::lock_guard<std::mutex> lock(mu_);
     GEOTRAIN_ASSIGN_OR_RETURN(
         SqliteStatement query,
@@ -413,8 +414,8 @@ class SqliteStateStore final : public StateStore {
       try {
         number = std::stoull(read.ColumnText(0));
       } catch (const std::exception&) {
-        return DataLoss(Where("geotrain_meta." + key + ": \"" + read.ColumnText(0) +
-                              "\" is not a number"));
+        return DataLoss(
+            Where("geotrain_meta." + key + ": \"" + read.ColumnText(0) + "\" is not a number"));
       }
     }
     GEOTRAIN_ASSIGN_OR_RETURN(
@@ -521,7 +522,8 @@ StatusOr<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& st
   if (state_dir.empty()) return InvalidArgument("state dir: empty");
   std::error_code error;
   std::filesystem::create_directories(state_dir, error);
-  if (error) return Unavailable(state_dir + ": cannot create the state directory: " + error.message());
+  if (error)
+    return Unavailable(state_dir + ": cannot create the state directory: " + error.message());
   if (!std::filesystem::is_directory(state_dir, error)) {
     return Unavailable(state_dir + ": not a directory");
   }
@@ -530,8 +532,8 @@ StatusOr<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& st
   std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, error);
   if (error) {
-    return Unavailable(state_dir + ": cannot make the state directory private (mode 0700): " +
-                       error.message());
+    return Unavailable(state_dir +
+                       ": cannot make the state directory private (mode 0700): " + error.message());
   }
 
   const std::string lock_path = state_dir + "/coordinator.lock";

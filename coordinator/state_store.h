@@ -1,6 +1,6 @@
 // StateStore: the coordinator's durable state (workers, jobs, job events, job log lines, job
-// steps, id counters, link estimates), so that a coordinator killed at any moment and restarted loses nothing it
-// acknowledged.
+// steps, id counters, link estimates), so that a coordinator killed at any moment and restarted
+// loses nothing it acknowledged.
 //
 // Records are the proto messages themselves (serialised), next to the columns that are queried.
 // Every method is one transaction: it happened completely or not at all. An error from a write

@@ -30,17 +30,17 @@ Status CoordinatorCore::Write(const std::string& what, const std::function<Statu
   store_failure_reason_ = what + ": " + written.message();
   store_failure_ = Unavailable("the state store failed (" + store_failure_reason_ +
                                "); no changes are accepted until the coordinator is restarted");
-  spdlog::critical("state store write failed: {}: {}. The coordinator accepts no more changes "
-                   "(workers, jobs and sessions answer UNAVAILABLE; reads go on); nothing it "
-                   "acknowledged is lost. Fix the cause (disk space, permissions, the disk) and "
-                   "restart it.",
-                   what, written.ToString());
+  spdlog::critical(
+      "state store write failed: {}: {}. The coordinator accepts no more changes "
+      "(workers, jobs and sessions answer UNAVAILABLE; reads go on); nothing it "
+      "acknowledged is lost. Fix the cause (disk space, permissions, the disk) and "
+      "restart it.",
+      what, written.ToString());
   return store_failure_;
 }
 
 bool CoordinatorCore::PersistJob(JobEntry& entry, std::vector<v1::JobEvent> events) {
-  if (!Write("writing " + entry.job.id(), [&] { return store_->PutJob(entry.job, events); })
-           .ok()) {
+  if (!Write("writing " + entry.job.id(), [&] { return store_->PutJob(entry.job, events); }).ok()) {
     return false;
   }
   entry.progress_dirty = false;

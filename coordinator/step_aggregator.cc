@@ -71,8 +71,8 @@ std::optional<v1::JobStep> StepAggregator::Add(const v1::StepReport& report, int
   return row;
 }
 
-v1::JobStep StepAggregator::Complete(int64_t step, const PartialStep& partial,
-                                     int64_t now_unix_ms, v1::JobProgress* progress) {
+v1::JobStep StepAggregator::Complete(int64_t step, const PartialStep& partial, int64_t now_unix_ms,
+                                     v1::JobProgress* progress) {
   uint64_t raw_bytes = 0;
   uint64_t wire_bytes = 0;
   for (int d = 0; d < 4; ++d) {

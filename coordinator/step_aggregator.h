@@ -70,7 +70,7 @@ class StepAggregator {
     double max_step_seconds = 0;
     double lr = 0;
     int64_t total_steps = 0;
-    uint64_t raw[4] = {0, 0, 0, 0};   // forward, backward, dp, embedding
+    uint64_t raw[4] = {0, 0, 0, 0};  // forward, backward, dp, embedding
     uint64_t wire[4] = {0, 0, 0, 0};
   };
   struct RecentStep {

@@ -21,8 +21,10 @@ constexpr int64_t kMaxStep = int64_t{1} << 40;
 
 Status CheckCapabilities(const v1::WorkerCapabilities& caps) {
   const std::pair<const char*, const std::string*> strings[] = {
-      {"host", &caps.host()},         {"advertise_address", &caps.advertise_address()},
-      {"region", &caps.region()},     {"device_kind", &caps.device_kind()},
+      {"host", &caps.host()},
+      {"advertise_address", &caps.advertise_address()},
+      {"region", &caps.region()},
+      {"device_kind", &caps.device_kind()},
       {"version", &caps.version()}};
   for (const auto& [name, value] : strings) {
     if (value->size() > kMaxIdentifierBytes) {
@@ -36,15 +38,15 @@ Status CheckCapabilities(const v1::WorkerCapabilities& caps) {
                            " exceeds the limit of " + std::to_string(kMaxCpuCount));
   }
   if (caps.device_memory_bytes() > kMaxDeviceMemoryBytes) {
-    return InvalidArgument("capabilities.device_memory_bytes: " +
-                           std::to_string(caps.device_memory_bytes()) +
-                           " exceeds the limit of " + std::to_string(kMaxDeviceMemoryBytes) +
-                           " (a negative number sent as unsigned?)");
+    return InvalidArgument(
+        "capabilities.device_memory_bytes: " + std::to_string(caps.device_memory_bytes()) +
+        " exceeds the limit of " + std::to_string(kMaxDeviceMemoryBytes) +
+        " (a negative number sent as unsigned?)");
   }
   if (caps.cuda_device_count() > kMaxCudaDevices) {
-    return InvalidArgument("capabilities.cuda_device_count: " +
-                           std::to_string(caps.cuda_device_count()) + " exceeds the limit of " +
-                           std::to_string(kMaxCudaDevices));
+    return InvalidArgument(
+        "capabilities.cuda_device_count: " + std::to_string(caps.cuda_device_count()) +
+        " exceeds the limit of " + std::to_string(kMaxCudaDevices));
   }
   if (caps.probe_port() > 65535) {
     return InvalidArgument("capabilities.probe_port: " + std::to_string(caps.probe_port()) +
@@ -112,12 +114,13 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
     record.set_state(v1::WORKER_STATE_DISCONNECTED);
     MarkSeen(*entry);
     record.set_registered_unix_ms(record.last_heartbeat_unix_ms());
-    GEOTRAIN_RETURN_IF_ERROR(Write("registering worker " + record.id(),
-                                   [&] { return store_->PutWorker(record); }));
+    GEOTRAIN_RETURN_IF_ERROR(
+        Write("registering worker " + record.id(), [&] { return store_->PutWorker(record); }));
     if (!request.worker_id().empty()) {
-      spdlog::warn("a worker presented the unknown id '{}' (state of another coordinator?); "
-                   "it gets the new id {}",
-                   request.worker_id(), record.id());
+      spdlog::warn(
+          "a worker presented the unknown id '{}' (state of another coordinator?); "
+          "it gets the new id {}",
+          request.worker_id(), record.id());
     }
     spdlog::info("worker {} registered (host {}, region '{}', {}, data plane {})", record.id(),
                  caps.host(), caps.region(), caps.device_kind(), caps.advertise_address());
@@ -218,8 +221,7 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
     case v1::WorkerMessage::kHeartbeat:
       break;
     case v1::WorkerMessage::kTask:
-      if (message.task().job_id().empty() ||
-          message.task().state() == v1::TASK_STATE_UNSPECIFIED) {
+      if (message.task().job_id().empty() || message.task().state() == v1::TASK_STATE_UNSPECIFIED) {
         spdlog::warn("worker {}: task status without job_id or state; ignored", worker_id);
         break;
       }
@@ -239,8 +241,8 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
       for (int i = 0; i < message.probes().results_size(); ++i) {
         const std::string& dst = message.probes().results(i).dst_worker_id();
         if (FindWorker(dst) == nullptr) {
-          return InvalidArgument("probes.results[" + std::to_string(i) +
-                                 "].dst_worker_id: '" + dst.substr(0, kMaxIdentifierBytes) +
+          return InvalidArgument("probes.results[" + std::to_string(i) + "].dst_worker_id: '" +
+                                 dst.substr(0, kMaxIdentifierBytes) +
                                  "' is not a registered worker");
         }
       }

@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "models/config_json/config_fields.h"
-#include "models/config_json/families.h"
 #include "common/io/file_contents.h"
 #include "common/io/strict_json.h"
+#include "models/config_json/config_fields.h"
+#include "models/config_json/families.h"
 
 namespace geotrain::models {
 namespace {

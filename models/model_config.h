@@ -16,13 +16,13 @@
 namespace geotrain::models {
 
 enum class ModelFamily {
-  kGpt2,     // model_type "gpt2"
-  kLlama,    // model_type "llama"
-  kQwen2,    // model_type "qwen2": Llama with q/k/v biases
-  kOpt,      // model_type "opt": learned positions (offset 2), pre-LN, ReLU, project_in/out
-  kGptNeoX,  // model_type "gpt_neox": parallel residual, partial rotary, fused per-head q|k|v
-  kGptJ,     // model_type "gptj": one LayerNorm, parallel residual, interleaved partial rotary
-  kBert,     // model_type "bert": post-LayerNorm encoder with a sequence-classification head
+  kGpt2,       // model_type "gpt2"
+  kLlama,      // model_type "llama"
+  kQwen2,      // model_type "qwen2": Llama with q/k/v biases
+  kOpt,        // model_type "opt": learned positions (offset 2), pre-LN, ReLU, project_in/out
+  kGptNeoX,    // model_type "gpt_neox": parallel residual, partial rotary, fused per-head q|k|v
+  kGptJ,       // model_type "gptj": one LayerNorm, parallel residual, interleaved partial rotary
+  kBert,       // model_type "bert": post-LayerNorm encoder with a sequence-classification head
   kDebertaV2,  // model_type "deberta-v2" (DeBERTa-v2 and -v3): disentangled relative attention
 };
 
@@ -68,7 +68,7 @@ struct ModelConfig {
   int64_t rotary_dim = 0;
   // gpt_neox's use_parallel_residual: x + attention(ln1(x)) + mlp(ln2(x)).
   bool parallel_residual = false;
-  bool lm_head_bias = false;  // gptj's LM head has a bias
+  bool lm_head_bias = false;    // gptj's LM head has a bias
   int64_t type_vocab_size = 0;  // bert, deberta-v2: segment (token type) embeddings; 0 when none
   // Encoders: the classes of the sequence-classification head (len(id2label), or num_labels;
   // transformers' default 2). 0 for language models.

@@ -38,16 +38,15 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
     GEOTRAIN_RETURN_IF_ERROR(positive("embedding_dim", c.embedding_dim));
   }
   if (c.IsEncoder() != c.IsClassifier() || (c.IsClassifier() && c.num_labels < 2)) {
-    return InvalidArgument(source + ": num_labels: " + std::to_string(c.num_labels) +
-                           (c.IsEncoder() ? " (a classifier needs >= 2)"
-                                          : " (only encoders classify)"));
+    return InvalidArgument(
+        source + ": num_labels: " + std::to_string(c.num_labels) +
+        (c.IsEncoder() ? " (a classifier needs >= 2)" : " (only encoders classify)"));
   }
   if (c.family == ModelFamily::kDebertaV2 && c.relative_attention) {
     GEOTRAIN_RETURN_IF_ERROR(positive("max_relative_positions", c.max_relative_positions));
     if (c.position_buckets > 0 &&
         (c.position_buckets < 2 || c.max_relative_positions - 1 <= c.position_buckets / 2)) {
-      return InvalidArgument(source + ": position_buckets: " +
-                             std::to_string(c.position_buckets) +
+      return InvalidArgument(source + ": position_buckets: " + std::to_string(c.position_buckets) +
                              " needs >= 2 buckets and max_relative_positions (" +
                              std::to_string(c.max_relative_positions) + ") > buckets / 2 + 1");
     }
@@ -55,8 +54,8 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   if (c.family == ModelFamily::kDebertaV2 && c.conv_kernel_size != 0) {
     if (c.conv_kernel_size < 0 || c.conv_kernel_size % 2 == 0 ||
         static_cast<uint64_t>(c.conv_kernel_size) > kMaxModelDimension) {
-      return InvalidArgument(source + ": conv_kernel_size: " +
-                             std::to_string(c.conv_kernel_size) + " must be odd and positive");
+      return InvalidArgument(source + ": conv_kernel_size: " + std::to_string(c.conv_kernel_size) +
+                             " must be odd and positive");
     }
     if (c.conv_groups <= 0 || c.hidden_size % c.conv_groups != 0) {
       return InvalidArgument(source + ": conv_groups: " + std::to_string(c.conv_groups) +
@@ -66,8 +65,7 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   if ((c.family == ModelFamily::kGptNeoX || c.family == ModelFamily::kGptJ) &&
       (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)) {
     return InvalidArgument(source + ": rotary_dim: " + std::to_string(c.rotary_dim) +
-                           " must be even and in [2, head_dim " + std::to_string(c.head_dim) +
-                           "]");
+                           " must be even and in [2, head_dim " + std::to_string(c.head_dim) + "]");
   }
   if (!c.IsLlamaFamily() && c.family != ModelFamily::kGpt2 &&
       (c.num_kv_heads != c.num_heads || c.head_dim * c.num_heads != c.hidden_size)) {

@@ -172,8 +172,8 @@ void AddGptJSpecs(const ModelConfig& c, const StagePlan& plan, SpecList& out) {
   }
   if (plan.is_last) {
     AddLayerNorm(out, "transformer.ln_f", h);
-    out.Add(c.tie_word_embeddings ? "transformer.wte.weight" : "lm_head.weight",
-            {c.vocab_size, h}, TensorInit::kNormal);
+    out.Add(c.tie_word_embeddings ? "transformer.wte.weight" : "lm_head.weight", {c.vocab_size, h},
+            TensorInit::kNormal);
     out.Add("lm_head.bias", {c.vocab_size}, TensorInit::kZeros);
   }
 }

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "common/io/mapped_file.h"
+#include "common/status.h"
 #include "models/safetensors_header.h"
 #include "models/tensor_view.h"
 

@@ -191,9 +191,9 @@ StatusOr<std::vector<std::unique_ptr<Transport>>> CreateFakeTransportGroup(
   for (int rank = 0; rank < options.size; ++rank) {
     std::unique_ptr<PeerExchange> exchange = std::make_unique<FakePeerExchange>(hub, rank);
     if (!options.frame_key.empty()) {
-      GEOTRAIN_ASSIGN_OR_RETURN(exchange, SealedPeerExchange::Create(std::move(exchange),
-                                                                     options.frame_key,
-                                                                     options.group_name));
+      GEOTRAIN_ASSIGN_OR_RETURN(
+          exchange,
+          SealedPeerExchange::Create(std::move(exchange), options.frame_key, options.group_name));
     }
     ranks.push_back(std::make_unique<ExchangeTransport>(std::move(exchange)));
   }

@@ -73,8 +73,7 @@ StatusOr<SealKey> DeriveSealKey(const std::string& job_key, const std::string& g
   return sealed;
 }
 
-StatusOr<std::unique_ptr<FrameSealer>> FrameSealer::Create(const SealKey& key,
-                                                           FrameStream stream) {
+StatusOr<std::unique_ptr<FrameSealer>> FrameSealer::Create(const SealKey& key, FrameStream stream) {
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
   // Keyed once here: every frame only sets its nonce, so the AES key schedule is not redone.
   if (ctx == nullptr ||

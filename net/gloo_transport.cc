@@ -304,11 +304,10 @@ StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOpti
   // The limit is on frames as the caller sees them; on the wire they carry the seal too.
   GlooTransportOptions wire_options = options;
   wire_options.max_frame_bytes = options.max_frame_bytes + kSealOverhead;
-  GEOTRAIN_ASSIGN_OR_RETURN(
-      std::unique_ptr<SealedPeerExchange> sealed,
-      SealedPeerExchange::Create(
-          std::make_unique<GlooPeerExchange>(std::move(process_group), wire_options),
-          options.frame_key, options.group_name));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<SealedPeerExchange> sealed,
+                            SealedPeerExchange::Create(std::make_unique<GlooPeerExchange>(
+                                                           std::move(process_group), wire_options),
+                                                       options.frame_key, options.group_name));
   return std::unique_ptr<Transport>(std::make_unique<ExchangeTransport>(std::move(sealed)));
 }
 

@@ -8,9 +8,9 @@
 //   Both are set to the caller's.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#include <torch/version.h>
 
 #include <exception>
 #include <string>
@@ -65,8 +65,8 @@ class NcclAllReduce final : public DeviceAllReduce {
     const std::string where = "NCCL all-reduce of group " + options_.group_name + ": values ";
     if (!values.defined()) return InvalidArgument(where + "undefined");
     if (!values.is_cuda() || values.device().index() != options_.device_index) {
-      return InvalidArgument(where + "on " + values.device().str() + ", the group is on cuda:" +
-                             std::to_string(options_.device_index));
+      return InvalidArgument(where + "on " + values.device().str() +
+                             ", the group is on cuda:" + std::to_string(options_.device_index));
     }
     if (values.scalar_type() != at::kFloat || !values.is_contiguous()) {
       return InvalidArgument(where + "must be a contiguous float32 tensor");
@@ -91,13 +91,13 @@ StatusOr<std::unique_ptr<DeviceAllReduce>> CreateNcclAllReduce(
   if (!store) return InvalidArgument("NCCL all-reduce: no rendezvous store");
   if (options.timeout.count() <= 0) return InvalidArgument("NCCL all-reduce: timeout not positive");
   try {
-    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
-        "geotrain/nccl/" + options.group_name, std::move(store));
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("geotrain/nccl/" + options.group_name,
+                                                           std::move(store));
     auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
     nccl_options->timeout = options.timeout;
     // Lazy: no communicator (and no wait for the peers) until the first collective.
-    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, options.rank,
-                                                             options.size, nccl_options);
+    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, options.rank, options.size,
+                                                             nccl_options);
     return std::unique_ptr<DeviceAllReduce>(new NcclAllReduce(options, std::move(group)));
   } catch (const std::exception& e) {
     return Unavailable("NCCL all-reduce: creating group " + options.group_name + ": " + e.what());

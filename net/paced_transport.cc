@@ -31,7 +31,8 @@ class Link {
 class PacedTransport final : public Transport {
  public:
   PacedTransport(std::unique_ptr<Transport> inner, double megabits_per_second)
-      : inner_(std::move(inner)), bits_per_second_(megabits_per_second * 1e6),
+      : inner_(std::move(inner)),
+        bits_per_second_(megabits_per_second * 1e6),
         mbit_(megabits_per_second) {}
 
   int rank() const override { return inner_->rank(); }
@@ -53,7 +54,8 @@ class PacedTransport final : public Transport {
     GEOTRAIN_RETURN_IF_ERROR(inner_->AllReduceSum(values, timeout));
     const int w = size();
     const uint64_t sent = w > 1 ? 2 * (w - 1) * values.size() * sizeof(float) / w : 0;
-    return WaitFor(collectives_.Reserve(sent, bits_per_second_), start, timeout, "all-reduce", sent);
+    return WaitFor(collectives_.Reserve(sent, bits_per_second_), start, timeout, "all-reduce",
+                   sent);
   }
 
   StatusOr<std::vector<std::vector<uint8_t>>> AllGather(Span<const uint8_t> mine,
@@ -100,8 +102,8 @@ class PacedTransport final : public Transport {
     }
     std::this_thread::sleep_until(limit);
     return Status(StatusCode::kDeadlineExceeded,
-                  what + ": " + std::to_string(bytes) + " bytes on the emulated " +
-                      MegabitText() + " Mbit/s link need longer than the timeout of " +
+                  what + ": " + std::to_string(bytes) + " bytes on the emulated " + MegabitText() +
+                      " Mbit/s link need longer than the timeout of " +
                       std::to_string(timeout.count()) + " ms");
   }
 

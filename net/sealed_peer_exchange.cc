@@ -41,8 +41,8 @@ StatusOr<std::unique_ptr<SealedPeerExchange>> SealedPeerExchange::Create(
   const int rank = inner->rank();
   const int size = inner->size();
   if (size > kMaxSealedRanks) {
-    return InvalidArgument("sealed exchange of group '" + group_name + "': " +
-                           std::to_string(size) + " ranks, at most " +
+    return InvalidArgument("sealed exchange of group '" + group_name +
+                           "': " + std::to_string(size) + " ranks, at most " +
                            std::to_string(kMaxSealedRanks) + " can be sealed");
   }
   StatusOr<SealKey> key = DeriveSealKey(job_key, group_name);
@@ -55,14 +55,12 @@ StatusOr<std::unique_ptr<SealedPeerExchange>> SealedPeerExchange::Create(
     for (int c = 0; c < kNumChannels; ++c) {
       const size_t at = static_cast<size_t>(peer) * kNumChannels + c;
       const auto channel = static_cast<uint8_t>(c);
-      GEOTRAIN_ASSIGN_OR_RETURN(
-          sealed->outgoing_[at].sealer,
-          FrameSealer::Create(*key, {static_cast<uint16_t>(rank), static_cast<uint16_t>(peer),
-                                     channel}));
-      GEOTRAIN_ASSIGN_OR_RETURN(
-          sealed->incoming_[at].sealer,
-          FrameSealer::Create(*key, {static_cast<uint16_t>(peer), static_cast<uint16_t>(rank),
-                                     channel}));
+      GEOTRAIN_ASSIGN_OR_RETURN(sealed->outgoing_[at].sealer,
+                                FrameSealer::Create(*key, {static_cast<uint16_t>(rank),
+                                                           static_cast<uint16_t>(peer), channel}));
+      GEOTRAIN_ASSIGN_OR_RETURN(sealed->incoming_[at].sealer,
+                                FrameSealer::Create(*key, {static_cast<uint16_t>(peer),
+                                                           static_cast<uint16_t>(rank), channel}));
     }
   }
   // The derived key leaves memory with *key; only the cipher contexts hold it now.

@@ -43,5 +43,4 @@ const char* GrpcCodeName(grpc::StatusCode code) {
   }
 }
 
-
 }  // namespace geotrain::proto

@@ -23,12 +23,10 @@ namespace geotrain::runtime {
 // The encoder at the end of stage `link` (the link between stages link and link+1), on `device`
 // (drawn on the CPU in double, then moved: the same values on every device).
 models::NamedParameter MakeAutoencoderEncoder(int64_t hidden, int64_t dim, uint64_t seed, int link,
-                                              at::ScalarType dtype,
-                                              at::Device device = at::kCPU);
+                                              at::ScalarType dtype, at::Device device = at::kCPU);
 // The decoder at the start of stage link+1.
 models::NamedParameter MakeAutoencoderDecoder(int64_t hidden, int64_t dim, uint64_t seed, int link,
-                                              at::ScalarType dtype,
-                                              at::Device device = at::kCPU);
+                                              at::ScalarType dtype, at::Device device = at::kCPU);
 
 // z = x Eᵀ and x̂ = z Dᵀ over the last dimension.
 at::Tensor ApplyLinear(const at::Tensor& x, const at::Tensor& weight);

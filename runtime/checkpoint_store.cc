@@ -57,7 +57,8 @@ std::string StepName(int64_t step) {
 // "step-00000100" -> 100; anything else (a step being deleted, a stray file) -> nullopt.
 std::optional<int64_t> ParseStepName(const std::string& name) {
   constexpr size_t kPrefix = 5;
-  if (name.size() < kPrefix + 8 || name.size() > kPrefix + 18 || name.compare(0, kPrefix, "step-")) {
+  if (name.size() < kPrefix + 8 || name.size() > kPrefix + 18 ||
+      name.compare(0, kPrefix, "step-")) {
     return std::nullopt;
   }
   int64_t step = 0;
@@ -124,8 +125,7 @@ StatusOr<int64_t> IntField(const json& object, const std::string& key, const std
                            const std::string& path) {
   GEOTRAIN_ASSIGN_OR_RETURN(const json* value, Field(object, key, file, path));
   if (!value->is_number_integer()) {
-    return DataLoss(file + ": " + path + ": expected an integer, got " +
-                    io::JsonKindName(*value));
+    return DataLoss(file + ": " + path + ": expected an integer, got " + io::JsonKindName(*value));
   }
   if (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t{INT64_MAX}) {
     return DataLoss(file + ": " + path + ": out of range");
@@ -288,10 +288,11 @@ Status CheckpointStore::CheckJobFile(int64_t step, bool* present) const {
 }
 
 Status CheckpointStore::WriteJobFile(int64_t step) const {
-  return WriteJsonFile(env_, StepDir(step) + "/" + kJobFile, {{"format", kJobFormat},
-                                                        {"version", kFormatVersion},
-                                                        {"num_stages", num_stages_},
-                                                        {"dp_size", dp_size_}});
+  return WriteJsonFile(env_, StepDir(step) + "/" + kJobFile,
+                       {{"format", kJobFormat},
+                        {"version", kFormatVersion},
+                        {"num_stages", num_stages_},
+                        {"dp_size", dp_size_}});
 }
 
 Status CheckpointStore::WritePart(const RankCheckpoint& checkpoint,
@@ -310,16 +311,17 @@ Status CheckpointStore::WritePart(const RankCheckpoint& checkpoint,
     GEOTRAIN_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(env_, part_dir + "/" + file));
     files[file] = {{"bytes", digest.bytes}, {"fingerprint", Hex64(digest.fingerprint)}};
   }
-  return WriteJsonFile(env_, part_dir + "/" + kStateFile, {{"format", kPartFormat},
-                                                     {"version", kFormatVersion},
-                                                     {"step", checkpoint.step},
-                                                     {"stage", stage_},
-                                                     {"num_stages", num_stages_},
-                                                     {"replica", dp_rank_},
-                                                     {"dp_size", dp_size_},
-                                                     {"files", files},
-                                                     {"integer_tensors", integers},
-                                                     {"state", checkpoint.state}});
+  return WriteJsonFile(env_, part_dir + "/" + kStateFile,
+                       {{"format", kPartFormat},
+                        {"version", kFormatVersion},
+                        {"step", checkpoint.step},
+                        {"stage", stage_},
+                        {"num_stages", num_stages_},
+                        {"replica", dp_rank_},
+                        {"dp_size", dp_size_},
+                        {"files", files},
+                        {"integer_tensors", integers},
+                        {"state", checkpoint.state}});
 }
 
 Status CheckpointStore::Write(const RankCheckpoint& checkpoint) {
@@ -350,11 +352,12 @@ Status CheckpointStore::Write(const RankCheckpoint& checkpoint) {
     return status.WithContext("writing checkpoint " + context);
   }
   GEOTRAIN_RETURN_IF_ERROR(env_->SyncDirectory(step_dir));
-  return WriteJsonFile(env_, part + kMarkerSuffix, {{"format", kMarkerFormat},
-                                              {"version", kFormatVersion},
-                                              {"step", checkpoint.step},
-                                              {"stage", stage_},
-                                              {"replica", dp_rank_}});
+  return WriteJsonFile(env_, part + kMarkerSuffix,
+                       {{"format", kMarkerFormat},
+                        {"version", kFormatVersion},
+                        {"step", checkpoint.step},
+                        {"stage", stage_},
+                        {"replica", dp_rank_}});
 }
 
 StatusOr<std::optional<int64_t>> CheckpointStore::NewestComplete() const {

@@ -79,8 +79,9 @@ class CheckpointStore {
   StatusOr<RankCheckpoint> Read(int64_t step) const;
 
   // Deletes complete checkpoints older than the newest `keep` (>= 1), incomplete ones older than
-  // the newest complete one (abandoned writes), and steps an interrupted Prune renamed aside. A step is renamed away before it is deleted,
-  // so a concurrent reader never sees it half-deleted and concurrent Prunes delete it once.
+  // the newest complete one (abandoned writes), and steps an interrupted Prune renamed aside. A
+  // step is renamed away before it is deleted, so a concurrent reader never sees it half-deleted
+  // and concurrent Prunes delete it once.
   Status Prune(int keep);
 
   const std::string& dir() const { return dir_; }

@@ -42,11 +42,10 @@ void CodecChangeQueue::ApplyDue(int64_t step) {
   auto due = scheduled_.begin();
   for (; due != scheduled_.end() && due->effective_step <= step; ++due) {
     const CodecChange& change = *due;
-    const std::string when =
-        change.effective_step < step
-            ? "step " + std::to_string(step) + " (late: announced for step " +
-                  std::to_string(change.effective_step) + ")"
-            : "step " + std::to_string(step);
+    const std::string when = change.effective_step < step
+                                 ? "step " + std::to_string(step) + " (late: announced for step " +
+                                       std::to_string(change.effective_step) + ")"
+                                 : "step " + std::to_string(step);
     const std::string why = change.reason.empty() ? "" : " (" + change.reason + ")";
     if (change.forward_bits != 0) {
       AdjustPipelineLink(to_next_, "forward", change.forward_bits, when, why);

@@ -29,8 +29,8 @@ namespace geotrain::runtime {
 class CodecChangeQueue {
  public:
   // `to_next` / `to_prev` may be null where the stage has no such link.
-  CodecChangeQueue(const StageAssignment& assignment, TensorSender* to_next,
-                   TensorSender* to_prev, DataParallelSync* data_parallel);
+  CodecChangeQueue(const StageAssignment& assignment, TensorSender* to_next, TensorSender* to_prev,
+                   DataParallelSync* data_parallel);
 
   void Schedule(const CodecChange& change);
   // Applies the changes due at the step numbered `step` and forgets them.

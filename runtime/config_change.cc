@@ -66,9 +66,8 @@ StatusOr<CodecChange> ParseCodecChangeLine(const std::string& json_line) {
   static const char* const kKeys[] = {"effective_step", "forward_bits",  "backward_bits",
                                       "dp_bits",        "dp_topk_ratio", "reason"};
   for (const auto& item : line.items()) {
-    if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* known) {
-          return item.key() == known;
-        }) == std::end(kKeys)) {
+    if (std::find_if(std::begin(kKeys), std::end(kKeys),
+                     [&](const char* known) { return item.key() == known; }) == std::end(kKeys)) {
       return InvalidArgument(item.key() +
                              ": unknown key (effective_step, forward_bits, backward_bits, "
                              "dp_bits, dp_topk_ratio, reason)");
@@ -191,8 +190,8 @@ StatusOr<std::vector<CodecChangeFileLine>> CodecChangeFile::Poll() {
   std::string text(size - offset_, '\0');
   size_t got = 0;
   while (got < text.size()) {
-    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got,
-                              static_cast<off_t>(offset_ + got));
+    const ssize_t n =
+        ::pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(offset_ + got));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int error = errno;

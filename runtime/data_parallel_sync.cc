@@ -41,12 +41,12 @@ StatusOr<std::unique_ptr<DataParallelSync>> CreateDataParallelSync(
   if (context.group == nullptr || context.group->size() == 1) {
     return std::unique_ptr<DataParallelSync>(new SingleReplicaSync);
   }
-  if (context.device_group != nullptr &&
-      (settings.mode != DataParallelMode::kAllReduce ||
-       context.device_group->size() != context.group->size())) {
+  if (context.device_group != nullptr && (settings.mode != DataParallelMode::kAllReduce ||
+                                          context.device_group->size() != context.group->size())) {
     // The other modes compress on the host; a group of another size is a wiring bug.
-    return InvalidArgument(mode + " sync: context.device_group: only the allreduce mode sums on "
-                                  "the device, over the same replicas as context.group");
+    return InvalidArgument(mode +
+                           " sync: context.device_group: only the allreduce mode sums on "
+                           "the device, over the same replicas as context.group");
   }
   StatusOr<std::unique_ptr<DataParallelSync>> sync = InvalidArgument("unknown mode");
   switch (settings.mode) {

@@ -76,9 +76,9 @@ class DataParallelSync {
 };
 
 struct DataParallelContext {
-  int stage = 0;                                            // selects powersgd's selective stages
-  net::Transport* group = nullptr;                          // this stage's replicas; size() = D
-                                                            // (null: no replicas, D = 1)
+  int stage = 0;                    // selects powersgd's selective stages
+  net::Transport* group = nullptr;  // this stage's replicas; size() = D
+                                    // (null: no replicas, D = 1)
   // The same replicas over NCCL (dp_backend.h): when set, the plain gradient all-reduce (mode
   // allreduce) sums a flat float32 tensor on the device through it instead of `group`; null:
   // everything goes through `group`.
@@ -86,7 +86,7 @@ struct DataParallelContext {
   std::vector<std::vector<models::NamedParameter>> groups;  // parameter groups (buckets)
   AdamW* optimizer = nullptr;                               // quantized-momentum reads its moments
   net::Timeout timeout{300000};
-  uint64_t seed = 0;                                        // shared by all replicas
+  uint64_t seed = 0;  // shared by all replicas
 };
 
 // Builds the sync `settings.mode` names. With D = 1 every hook does nothing.

@@ -53,8 +53,8 @@ at::Tensor ParameterBucket::GatherParams() const {
 void ParameterBucket::AddToParams(const at::Tensor& flat) const {
   at::NoGradGuard no_grad;
   // One copy to the parameters' GPU rather than one synchronising copy per tensor.
-  const bool to_gpu = !parameters_.empty() && parameters_.front().tensor.is_cuda() &&
-                      !flat.is_cuda();
+  const bool to_gpu =
+      !parameters_.empty() && parameters_.front().tensor.is_cuda() && !flat.is_cuda();
   const at::Tensor source = to_gpu ? flat.to(parameters_.front().tensor.device()) : flat;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const at::Tensor& p = parameters_[i].tensor;

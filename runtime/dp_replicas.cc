@@ -35,9 +35,9 @@ Status ReplicaGroup::AverageGradients(const char* mode, int64_t step) {
       bucket.DefineMissingGrads();
       if (device_group) {
         at::Tensor flat = bucket.GatherGradsOnDevice();
-        GEOTRAIN_RETURN_IF_ERROR(device_group->AllReduceSum(flat, timeout)
-                                     .WithContext(context + ": NCCL all-reduce of group " +
-                                                  std::to_string(g)));
+        GEOTRAIN_RETURN_IF_ERROR(
+            device_group->AllReduceSum(flat, timeout)
+                .WithContext(context + ": NCCL all-reduce of group " + std::to_string(g)));
         // NCCL's ring sends what the float32 ring would; none of it is on the WAN links.
         const uint64_t bytes = RingAllReduceBytes(bucket.elements(), size());
         meter.Add(bytes, bytes);

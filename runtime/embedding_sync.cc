@@ -21,8 +21,8 @@ void SetGradient(const at::Tensor& parameter, const at::Tensor& grad) {
 
 }  // namespace
 
-Status SyncTiedEmbeddingGradient(net::Transport& group, const at::Tensor& parameter,
-                                 double divisor, net::Timeout timeout) {
+Status SyncTiedEmbeddingGradient(net::Transport& group, const at::Tensor& parameter, double divisor,
+                                 net::Timeout timeout) {
   at::NoGradGuard no_grad;
   at::Tensor sum = GradientOrZeros(parameter).clone();
   Status status = group.AllReduceSum(Span<float>(sum.data_ptr<float>(), sum.numel()), timeout);
@@ -43,9 +43,9 @@ StatusOr<std::unique_ptr<CompressedEmbeddingSync>> CompressedEmbeddingSync::Crea
 Status CompressedEmbeddingSync::Sync(net::Transport& pair, const at::Tensor& parameter,
                                      uint64_t step, net::Timeout timeout, uint64_t* wire_bytes) {
   at::NoGradGuard no_grad;
-  GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(*codec_, GradientOrZeros(parameter), {}, step,
-                                                     &frame_)
-                               .WithContext("tied embedding sync: encode"));
+  GEOTRAIN_RETURN_IF_ERROR(
+      compression::EncodeTensor(*codec_, GradientOrZeros(parameter), {}, step, &frame_)
+          .WithContext("tied embedding sync: encode"));
   auto frames = pair.AllGather(frame_, timeout);
   if (!frames.ok()) return frames.status().WithContext("tied embedding sync: all-gather");
   *wire_bytes += frame_.size() * (pair.size() - 1);

@@ -8,10 +8,11 @@
 //   the replica count (fused); otherwise the pair of one replica sums its two parts (divisor 1)
 //   and the data-parallel sync averages the result like any other gradient.
 // - CompressedEmbeddingSync (compression.compress_embedding_sync, CocktailSGD mode): the pair's
-//   exchange compressed too, for models whose embedding dwarfs the rest: each end all-gathers C(g + e) from the cocktail codec with error
-//   feedback, and both set the gradient to the sum of the two decoded parts in rank order, so the
-//   copies receive bit-identical gradients while each end's unsent part waits in e for later
-//   steps. e is not checkpointed: a resumed run restarts it at zero on both ends.
+//   exchange compressed too, for models whose embedding dwarfs the rest: each end all-gathers C(g +
+//   e) from the cocktail codec with error feedback, and both set the gradient to the sum of the two
+//   decoded parts in rank order, so the copies receive bit-identical gradients while each end's
+//   unsent part waits in e for later steps. e is not checkpointed: a resumed run restarts it at
+//   zero on both ends.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -28,14 +29,13 @@ namespace geotrain::runtime {
 
 // Replaces `parameter`'s gradient by the group sum divided by `divisor`. An undefined gradient
 // counts as zeros.
-Status SyncTiedEmbeddingGradient(net::Transport& group, const at::Tensor& parameter,
-                                 double divisor, net::Timeout timeout);
+Status SyncTiedEmbeddingGradient(net::Transport& group, const at::Tensor& parameter, double divisor,
+                                 net::Timeout timeout);
 
 class CompressedEmbeddingSync {
  public:
   // `config`: the cocktail codec settings (error feedback is switched on).
-  static StatusOr<std::unique_ptr<CompressedEmbeddingSync>> Create(
-      compression::CodecConfig config);
+  static StatusOr<std::unique_ptr<CompressedEmbeddingSync>> Create(compression::CodecConfig config);
 
   // Replaces `parameter`'s gradient on both ends of `pair` by the sum of the two compressed
   // parts of step `step`; adds the bytes this end sent to *wire_bytes.

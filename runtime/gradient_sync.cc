@@ -50,8 +50,8 @@ Status GradientSync::SyncTiedEmbedding(int64_t step, bool compress) {
   const uint64_t raw = 4 * static_cast<uint64_t>(tied_embedding_->numel());
   if (compress && parts_.compressed_embedding) {
     uint64_t wire = 0;
-    GEOTRAIN_RETURN_IF_ERROR(parts_.compressed_embedding->Sync(group, *tied_embedding_, step,
-                                                               parts_.timeout(), &wire));
+    GEOTRAIN_RETURN_IF_ERROR(
+        parts_.compressed_embedding->Sync(group, *tied_embedding_, step, parts_.timeout(), &wire));
     ledger_->AddEmbedding(raw, wire);
     return OkStatus();
   }

@@ -86,16 +86,16 @@ std::vector<FieldProblem> JobProblems(const JobSpec& spec) {
     problems.push_back({"name", "contains a control character", {}});
   }
   if (spec.num_stages > kMaxStages) {
-    problems.push_back({"pipeline.stages",
-                        std::to_string(spec.num_stages) + " exceeds the limit of " +
-                            std::to_string(kMaxStages),
-                        {}});
+    problems.push_back(
+        {"pipeline.stages",
+         std::to_string(spec.num_stages) + " exceeds the limit of " + std::to_string(kMaxStages),
+         {}});
   }
   if (spec.dp_size > kMaxReplicas) {
-    problems.push_back({"data_parallel.replicas",
-                        std::to_string(spec.dp_size) + " exceeds the limit of " +
-                            std::to_string(kMaxReplicas),
-                        {}});
+    problems.push_back(
+        {"data_parallel.replicas",
+         std::to_string(spec.dp_size) + " exceeds the limit of " + std::to_string(kMaxReplicas),
+         {}});
   }
   if (spec.num_stages <= kMaxStages && spec.dp_size <= kMaxReplicas &&
       static_cast<int64_t>(spec.num_stages) * spec.dp_size > kMaxRanks) {

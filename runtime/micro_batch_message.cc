@@ -14,9 +14,12 @@ constexpr uint32_t kMaxSamples = 1 << 20;
 
 const char* KindName(MessageKind kind) {
   switch (kind) {
-    case MessageKind::kActivation: return "activation";
-    case MessageKind::kGradient: return "gradient";
-    case MessageKind::kEvalActivation: return "evaluation activation";
+    case MessageKind::kActivation:
+      return "activation";
+    case MessageKind::kGradient:
+      return "gradient";
+    case MessageKind::kEvalActivation:
+      return "evaluation activation";
   }
   return "unknown message";
 }

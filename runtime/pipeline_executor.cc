@@ -24,8 +24,7 @@ struct PipelineExecutor::Pass {
 
 PipelineExecutor::MicroBatch PipelineExecutor::FromBatch(models::data::Batch batch) const {
   MicroBatch mb;
-  mb.tokens =
-      TrainingData::BatchTokens(batch, parts_.assignment.data.seq_length).to(parts_.device);
+  mb.tokens = TrainingData::BatchTokens(batch, parts_.assignment.data.seq_length).to(parts_.device);
   mb.sample_ids = std::move(batch.sample_ids);
   return mb;
 }
@@ -40,8 +39,9 @@ StatusOr<double> PipelineExecutor::RunSchedule(int64_t step, bool compress, Step
       mb = FromBatch(std::move(batch));
     }
   }
-  const Pass pass{MessageKind::kActivation, static_cast<uint64_t>(step), /*training=*/true,
-                  compress, phases, parts_.trace.get()};
+  const Pass pass{
+      MessageKind::kActivation, static_cast<uint64_t>(step), /*training=*/true, compress, phases,
+      parts_.trace.get()};
   // The last stage's scaled micro-batch losses, read once the schedule has run: reading each
   // at its forward would make the host wait for the GPU there.
   std::vector<at::Tensor> losses;
@@ -73,8 +73,12 @@ StatusOr<PipelineExecutor::Evaluation> PipelineExecutor::Evaluate(int64_t step) 
   if (assignment.is_last_stage() && parts_.data->classification()) {
     evaluation.confusion.emplace(parts_.stage->config().num_labels);
   }
-  const Pass pass{MessageKind::kEvalActivation, static_cast<uint64_t>(step), /*training=*/false,
-                  /*compress=*/false, nullptr, nullptr};
+  const Pass pass{MessageKind::kEvalActivation,
+                  static_cast<uint64_t>(step),
+                  /*training=*/false,
+                  /*compress=*/false,
+                  nullptr,
+                  nullptr};
   for (int64_t i = 0; i < assignment.training.eval_batches; ++i) {
     MicroBatch mb;
     if (assignment.is_first_stage()) {
@@ -87,8 +91,7 @@ StatusOr<PipelineExecutor::Evaluation> PipelineExecutor::Evaluate(int64_t step) 
     if (evaluation.confusion) {
       const at::Tensor predicted = mb.logits.argmax(-1).to(at::kCPU);
       for (int64_t row = 0; row < mb.labels.size(0); ++row) {
-        evaluation.confusion->Add(mb.labels[row].item<int64_t>(),
-                                  predicted[row].item<int64_t>());
+        evaluation.confusion->Add(mb.labels[row].item<int64_t>(), predicted[row].item<int64_t>());
       }
     }
   }
@@ -106,8 +109,8 @@ Status PipelineExecutor::Forward(const Pass& pass, uint32_t index, MicroBatch& m
     mb.sample_ids = std::move(header.sample_ids);
   }
   {
-    const ScopedPhase span(
-        TraceSpan{pass.trace, "forward", "compute", {{"micro_batch", index}}}, nullptr);
+    const ScopedPhase span(TraceSpan{pass.trace, "forward", "compute", {{"micro_batch", index}}},
+                           nullptr);
     models::SequenceContext context;
     at::Tensor labels;  // on the device
     {

@@ -46,7 +46,7 @@ class PipelineExecutor {
  public:
   // What this stage's evaluation of training.eval_batches micro-batches found (last stage).
   struct Evaluation {
-    double loss_sum = 0;  // of the micro-batches' mean losses
+    double loss_sum = 0;                       // of the micro-batches' mean losses
     std::optional<ConfusionCounts> confusion;  // a classifier's predictions
   };
 

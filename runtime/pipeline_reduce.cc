@@ -68,8 +68,8 @@ Status SumOverPipeline(Span<float> values, net::Transport* upstream, net::Transp
   return OkStatus();
 }
 
-StatusOr<double> SumOverPipeline(double local, net::Transport* upstream,
-                                 net::Transport* downstream, net::Timeout timeout) {
+StatusOr<double> SumOverPipeline(double local, net::Transport* upstream, net::Transport* downstream,
+                                 net::Timeout timeout) {
   double partial = local;
   if (upstream) {
     GEOTRAIN_ASSIGN_OR_RETURN(double before, RecvValue(*upstream, 0, timeout));

@@ -14,8 +14,8 @@
 namespace geotrain::runtime {
 
 // `upstream` / `downstream` are the stage's pair links (null at the ends of the pipeline).
-StatusOr<double> SumOverPipeline(double local, net::Transport* upstream,
-                                 net::Transport* downstream, net::Timeout timeout);
+StatusOr<double> SumOverPipeline(double local, net::Transport* upstream, net::Transport* downstream,
+                                 net::Timeout timeout);
 
 // The same for a vector, in place: every stage ends with the element-wise total, bit for bit
 // the same on every stage (one order of additions, stage 0 first). The gradients of a tensor

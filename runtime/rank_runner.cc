@@ -95,9 +95,8 @@ Status RunRank(const RankRunOptions& options,
     std::string dir = options.init_dir;
     if (dir.empty()) {
       std::error_code ec;
-      scratch = (fs::temp_directory_path(ec) /
-                 ("geotrain-init-" + std::to_string(::getpid()) + "-" +
-                  std::to_string(assignment.global_rank())))
+      scratch = (fs::temp_directory_path(ec) / ("geotrain-init-" + std::to_string(::getpid()) +
+                                                "-" + std::to_string(assignment.global_rank())))
                     .string();
       dir = scratch;
     }
@@ -113,12 +112,11 @@ Status RunRank(const RankRunOptions& options,
     return FailedPrecondition(where + ": a job of several ranks needs a rendezvous store");
   }
   auto links = ConnectGlooStageLinks(assignment, model.tie_word_embeddings, options.store,
-                                     options.bind_address, options.group_prefix,
-                                     options.frame_key);
+                                     options.bind_address, options.group_prefix, options.frame_key);
   if (!links.ok()) return links.status().WithContext(where);
   if (options.emulated_link_mbit > 0) {
-    for (auto* link : {&links->upstream, &links->downstream, &links->data_parallel,
-                       &links->embedding}) {
+    for (auto* link :
+         {&links->upstream, &links->downstream, &links->data_parallel, &links->embedding}) {
       if (*link) *link = net::PaceTransport(std::move(*link), options.emulated_link_mbit);
     }
     spdlog::info("{}: links paced at {} Mbit/s (emulated)", where, options.emulated_link_mbit);

@@ -48,6 +48,7 @@ std::function<std::vector<CodecChange>()> CodecChangePoller(const std::string& p
 
 // Errors name the rank ("rank 3 (stage 1, replica 1): ..."). `on_step` sees every step, with the
 // process's peak_host_memory_bytes filled in.
-Status RunRank(const RankRunOptions& options, const std::function<void(const StepResult&)>& on_step);
+Status RunRank(const RankRunOptions& options,
+               const std::function<void(const StepResult&)>& on_step);
 
 }  // namespace geotrain::runtime

@@ -345,12 +345,10 @@ class SeedFlags {
         "--schedule,--pp-mode", "pipeline schedule: gpipe or 1f1b", [](S v, SeedRunConfig* c) {
           return SetEnum("--schedule", v, ParseScheduleKind, &c->assignment.training.schedule);
         });
-    Flag<std::string>("--seed", "data order, codec seeds, new weights",
-                      [](S v, SeedRunConfig* c) {
-                        GEOTRAIN_ASSIGN_OR_RETURN(c->assignment.training.seed,
-                                                  ParseSeed("--seed", v));
-                        return OkStatus();
-                      });
+    Flag<std::string>("--seed", "data order, codec seeds, new weights", [](S v, SeedRunConfig* c) {
+      GEOTRAIN_ASSIGN_OR_RETURN(c->assignment.training.seed, ParseSeed("--seed", v));
+      return OkStatus();
+    });
     Set<int64_t>("--eval-every", "steps between evaluations (0: never)",
                  [](A a) -> int64_t& { return a->training.eval_every; });
     Set<std::string>("--checkpoint-path", "checkpoint directory shared by all ranks",
@@ -371,7 +369,8 @@ class SeedFlags {
                         return OkStatus();
                       });
     field_flags_.back().first->expected(0, 1)->default_str("tidy_profiling");
-    Set<std::string>("--profile-file,--profile", "Chrome trace path of this rank (implies --profiling)",
+    Set<std::string>("--profile-file,--profile",
+                     "Chrome trace path of this rank (implies --profiling)",
                      [](A a) -> std::string& { return a->training.profile_path; });
   }
 

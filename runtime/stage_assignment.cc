@@ -17,8 +17,7 @@ StatusOr<Enum> ParseName(const std::string& what, const std::string& name,
     if (name == spelling) return value;
     known += known.empty() ? spelling : std::string(", ") + spelling;
   }
-  return InvalidArgument(what + ": unknown value \"" + name + "\" (expected one of " +
-                              known + ")");
+  return InvalidArgument(what + ": unknown value \"" + name + "\" (expected one of " + known + ")");
 }
 
 constexpr std::pair<const char*, ScheduleKind> kScheduleNames[] = {
@@ -28,7 +27,7 @@ constexpr std::pair<const char*, Task> kTaskNames[] = {
 constexpr std::pair<const char*, LrDecay> kDecayNames[] = {
     {"constant", LrDecay::kConstant}, {"linear", LrDecay::kLinear}, {"cosine", LrDecay::kCosine}};
 constexpr std::pair<const char*, Autocast> kAutocastNames[] = {{"off", Autocast::kOff},
-                                                              {"bf16", Autocast::kBf16}};
+                                                               {"bf16", Autocast::kBf16}};
 constexpr std::pair<const char*, DataParallelMode> kModeNames[] = {
     {"allreduce", DataParallelMode::kAllReduce},
     {"powersgd", DataParallelMode::kPowerSgd},
@@ -142,8 +141,8 @@ void AddAdaptiveProblems(const StageAssignment& a, ProblemList& p) {
       break;
     }
   }
-  const bool pipeline = a.num_stages > 1 && (HasAdjustableBits(c.forward) ||
-                                             HasAdjustableBits(c.backward));
+  const bool pipeline =
+      a.num_stages > 1 && (HasAdjustableBits(c.forward) || HasAdjustableBits(c.backward));
   const bool cocktail = a.dp_size > 1 && c.data_parallel.mode == DataParallelMode::kCocktail;
   if (!pipeline && !cocktail) {
     p.Add("compression.adaptive",
@@ -163,12 +162,15 @@ void AddDeviceProblems(const StageAssignment& a, ProblemList& p) {
     if (device.ok() && !device->cuda) {
       // CPU autocast exists in LibTorch but is another mechanism (other op lists, slow bf16
       // kernels on most CPUs); a CPU stage that wants bfloat16 sets dtype bf16 instead.
-      p.Add("autocast", "bf16 runs on a CUDA device only (device is " + a.device +
-                            "); CPU autocast is not supported", {"device"});
+      p.Add("autocast",
+            "bf16 runs on a CUDA device only (device is " + a.device +
+                "); CPU autocast is not supported",
+            {"device"});
     }
     if (a.dtype != "f32") {
-      p.Add("autocast", "bf16 keeps float32 parameters (master weights): it needs dtype f32, not " +
-                            a.dtype, {"dtype"});
+      p.Add("autocast",
+            "bf16 keeps float32 parameters (master weights): it needs dtype f32, not " + a.dtype,
+            {"dtype"});
     }
   }
   if (!a.rank_regions.empty() && a.num_stages > 0 && a.dp_size > 0 &&

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "compression/codec_config.h"
 #include "common/weighted_source_list.h"
+#include "compression/codec_config.h"
 
 namespace geotrain::runtime {
 
@@ -70,15 +70,15 @@ const char* DataParallelModeName(DataParallelMode mode);  // "allreduce", "power
 StatusOr<DataParallelMode> ParseDataParallelMode(const std::string& name);
 
 struct OptimizerSettings {
-  double lr = 1e-4;                // peak learning rate
-  double min_lr = 0.0;             // where linear / cosine decay ends
-  int64_t lr_warmup_steps = 0;     // linear ramp from 0 to lr over these steps
+  double lr = 1e-4;             // peak learning rate
+  double min_lr = 0.0;          // where linear / cosine decay ends
+  int64_t lr_warmup_steps = 0;  // linear ramp from 0 to lr over these steps
   LrDecay lr_decay = LrDecay::kLinear;
-  double weight_decay = 0.01;      // decoupled (AdamW); not applied to 1-D tensors (norms, biases)
+  double weight_decay = 0.01;  // decoupled (AdamW); not applied to 1-D tensors (norms, biases)
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double max_grad_norm = 1.0;      // global norm over every stage; 0 turns clipping off
+  double max_grad_norm = 1.0;  // global norm over every stage; 0 turns clipping off
 };
 
 struct DataSettings {
@@ -86,8 +86,8 @@ struct DataSettings {
   Task task = Task::kCausalLm;
   std::vector<WeightedSource> train;  // the mixture (path:weight)
   std::vector<WeightedSource> valid;  // evaluation sources; empty: no evaluation
-  std::string tokenizer_dir;  // vocab.json + merges.txt or tokenizer.json; empty: model_dir
-  std::string cache_dir;      // token cache; empty: none
+  std::string tokenizer_dir;          // vocab.json + merges.txt or tokenizer.json; empty: model_dir
+  std::string cache_dir;              // token cache; empty: none
   int64_t seq_length = 128;
   // Samples per epoch over all replicas; 0: every block of the mixture once.
   uint64_t samples_per_epoch = 0;

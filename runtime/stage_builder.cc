@@ -177,17 +177,16 @@ Status OpenPipelineLinks(StageParts* parts) {
     GEOTRAIN_ASSIGN_OR_RETURN(
         ends.to_next, TensorSender::Create(parts->links.downstream.get(), 1, stage_name(s + 1),
                                            compression.forward, parts->timeout()));
-    ends.from_next = std::make_unique<TensorReceiver>(
-        parts->links.downstream.get(), 1, stage_name(s + 1), compression.backward,
-        parts->timeout());
+    ends.from_next =
+        std::make_unique<TensorReceiver>(parts->links.downstream.get(), 1, stage_name(s + 1),
+                                         compression.backward, parts->timeout());
   }
   if (parts->links.upstream) {
     GEOTRAIN_ASSIGN_OR_RETURN(
         ends.to_prev, TensorSender::Create(parts->links.upstream.get(), 0, stage_name(s - 1),
                                            compression.backward, parts->timeout()));
     ends.from_prev = std::make_unique<TensorReceiver>(
-        parts->links.upstream.get(), 0, stage_name(s - 1), compression.forward,
-        parts->timeout());
+        parts->links.upstream.get(), 0, stage_name(s - 1), compression.forward, parts->timeout());
   }
   for (TensorSender* sender : {ends.to_next.get(), ends.to_prev.get()}) {
     if (sender) GEOTRAIN_RETURN_IF_ERROR(sender->set_device(parts->device));
@@ -207,9 +206,9 @@ void PlanSteps(StageParts* parts) {
   if (training.epochs > 0) {
     assignment.training.total_steps = std::max<int64_t>(1, training.epochs * steps_per_epoch);
   }
-  parts->schedule = BuildPipelineSchedule(training.schedule, assignment.stage,
-                                          assignment.num_stages,
-                                          static_cast<int>(training.micro_batches));
+  parts->schedule =
+      BuildPipelineSchedule(training.schedule, assignment.stage, assignment.num_stages,
+                            static_cast<int>(training.micro_batches));
   parts->warmup_steps = std::max<int64_t>(assignment.compression.warmup_steps,
                                           assignment.compression.warmup_epochs * steps_per_epoch);
 }
@@ -224,10 +223,10 @@ Status OpenCheckpointsAndTrace(StageParts* parts) {
                               assignment.num_stages, assignment.dp_rank, assignment.dp_size));
     parts->checkpoints.emplace(std::move(store));
   }
-  parts->trace = std::make_unique<TraceWriter>(
-      assignment.training.profile_path, assignment.global_rank(),
-      "stage " + std::to_string(assignment.stage) + " replica " +
-          std::to_string(assignment.dp_rank));
+  parts->trace =
+      std::make_unique<TraceWriter>(assignment.training.profile_path, assignment.global_rank(),
+                                    "stage " + std::to_string(assignment.stage) + " replica " +
+                                        std::to_string(assignment.dp_rank));
   if (parts->trace->enabled()) {
     for (TensorSender* sender : {parts->ends.to_next.get(), parts->ends.to_prev.get()}) {
       if (sender) sender->set_trace(parts->trace.get());

@@ -13,13 +13,15 @@ StatusOr<at::Device> StageDevice(const StageAssignment& assignment) {
   const std::string asked = "model.device: " + assignment.device + " asked for, but ";
   if (!torch::cuda::is_available()) {
 #ifdef GEOTRAIN_TORCH_CUDA
-    return FailedPrecondition(asked + "CUDA is not available in this process (no GPU visible, or "
-                                      "no working driver: check nvidia-smi and "
-                                      "CUDA_VISIBLE_DEVICES)");
+    return FailedPrecondition(asked +
+                              "CUDA is not available in this process (no GPU visible, or "
+                              "no working driver: check nvidia-smi and "
+                              "CUDA_VISIBLE_DEVICES)");
 #else
     // Debian's libtorch is such a build: it cannot run CUDA code even where a GPU is.
-    return FailedPrecondition(asked + "CUDA is not available: this build's LibTorch is a CPU "
-                                      "build (docs/gpu.md builds against a CUDA one)");
+    return FailedPrecondition(asked +
+                              "CUDA is not available: this build's LibTorch is a CPU "
+                              "build (docs/gpu.md builds against a CUDA one)");
 #endif
   }
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());

@@ -20,8 +20,7 @@ struct GroupSpec {
 };
 
 // Every group of the job, in the global order in which ranks join them.
-std::vector<GroupSpec> JobGroups(int num_stages, int dp_size, bool embedding_groups,
-                                 bool fused) {
+std::vector<GroupSpec> JobGroups(int num_stages, int dp_size, bool embedding_groups, bool fused) {
   auto rank_of = [num_stages](int replica, int stage) { return replica * num_stages + stage; };
   std::vector<GroupSpec> groups;
   for (int r = 0; r < dp_size; ++r) {
@@ -75,8 +74,8 @@ void Place(const GroupSpec& group, int group_rank, std::unique_ptr<net::Transpor
 
 // The NCCL twin of the data-parallel group, when the rule of dp_backend.h picks it.
 Status ConnectDeviceDataParallel(const StageAssignment& assignment,
-                                 c10::intrusive_ptr<c10d::Store> store,
-                                 const std::string& job_name, StageLinks* links) {
+                                 c10::intrusive_ptr<c10d::Store> store, const std::string& job_name,
+                                 StageLinks* links) {
   if (ChooseDataParallelBackend(assignment) != DataParallelBackend::kNccl) return OkStatus();
   StatusOr<DeviceName> device = ParseDeviceName(assignment.device);
   if (!device.ok()) return device.status().WithContext("model.device");
@@ -85,8 +84,8 @@ Status ConnectDeviceDataParallel(const StageAssignment& assignment,
   options.size = assignment.dp_size;
   options.device_index = device->index;
   options.group_name = job_name + "/dp/s" + std::to_string(assignment.stage);
-  options.timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
+  options.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
   GEOTRAIN_ASSIGN_OR_RETURN(links->data_parallel_device,
                             net::CreateNcclAllReduce(options, std::move(store)));
   return OkStatus();
@@ -118,10 +117,9 @@ StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bo
                                            const std::string& frame_key) {
   StageLinks links;
   const int me = assignment.global_rank();
-  for (const GroupSpec& group :
-       JobGroups(assignment.num_stages, assignment.dp_size,
-                 NeedsEmbeddingGroup(assignment, tied_embeddings),
-                 UsesFusedEmbeddingGroup(assignment))) {
+  for (const GroupSpec& group : JobGroups(assignment.num_stages, assignment.dp_size,
+                                          NeedsEmbeddingGroup(assignment, tied_embeddings),
+                                          UsesFusedEmbeddingGroup(assignment))) {
     const int group_rank = GroupRankOf(group, me);
     if (group_rank < 0) continue;
     net::GlooTransportOptions options;
@@ -130,8 +128,8 @@ StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bo
     options.bind_address = bind_address;
     options.group_name = job_name + "/" + group.name;
     options.frame_key = frame_key;
-    options.connect_timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
+    options.connect_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
     auto transport = net::CreateGlooTransport(options, store);
     if (!transport.ok()) {
       return transport.status().WithContext("joining group " + group.name);

@@ -43,7 +43,7 @@ struct StageParts {
   // The job as given, with training.total_steps resolved from training.epochs.
   StageAssignment assignment;
   StageLinks links;
-  std::unique_ptr<TraceWriter> trace;  // disabled without training.profile_path
+  std::unique_ptr<TraceWriter> trace;      // disabled without training.profile_path
   at::Device device = at::kCPU;            // model.device
   std::optional<at::ScalarType> autocast;  // model.autocast's type, or none
   std::unique_ptr<models::Stage> stage;

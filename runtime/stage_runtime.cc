@@ -74,9 +74,8 @@ Status StageRuntime::RunSchedule(StepResult* result) {
 Status StageRuntime::SynchronizeGradients(StepResult* result) {
   const ScopedPhase sync(TraceSpan{parts_->trace.get(), "sync gradients", "sync"},
                          &result->phases.sync, &result->comm_seconds);
-  GEOTRAIN_ASSIGN_OR_RETURN(
-      result->grad_norm,
-      gradient_sync_->Synchronize(step_, parts_->CompressionActive(step_)));
+  GEOTRAIN_ASSIGN_OR_RETURN(result->grad_norm,
+                            gradient_sync_->Synchronize(step_, parts_->CompressionActive(step_)));
   gradient_sync_->Clip(result->grad_norm);
   return OkStatus();
 }
@@ -106,8 +105,8 @@ Status StageRuntime::ApplyOptimizer(StepResult* result) {
   {
     const ScopedPhase sync(TraceSpan{trace, "sync parameters", "sync"}, &phases.sync,
                            &result->comm_seconds);
-    GEOTRAIN_RETURN_IF_ERROR(data_parallel.AfterUpdate(step_, compress)
-                                 .WithContext(parts_->DataParallelErrorContext()));
+    GEOTRAIN_RETURN_IF_ERROR(
+        data_parallel.AfterUpdate(step_, compress).WithContext(parts_->DataParallelErrorContext()));
   }
   {
     const ScopedPhase zeroing(&phases.optimizer);
@@ -146,8 +145,7 @@ StatusOr<double> StageRuntime::AverageOverReplicas(double loss_sum,
   // The replicas evaluated disjoint shares: their last stages agree on the mean (the exchange
   // the data-parallel sync may run in the background was flushed before the evaluation).
   const StageAssignment& assignment = parts_->assignment;
-  float mean =
-      static_cast<float>(loss_sum / static_cast<double>(assignment.training.eval_batches));
+  float mean = static_cast<float>(loss_sum / static_cast<double>(assignment.training.eval_batches));
   net::Transport* replicas = parts_->links.data_parallel.get();
   if (replicas == nullptr) return static_cast<double>(mean);
   GEOTRAIN_RETURN_IF_ERROR(replicas->AllReduceSum(Span<float>(&mean, 1), parts_->timeout())
@@ -216,9 +214,10 @@ Status StageRuntime::Run(const std::function<void(const StepResult&)>& on_step,
         return written;
       } else {
         result.checkpoint_error = written.message();
-        spdlog::warn("checkpoint of step {} not written: {}; training goes on, a restart resumes "
-                     "from the newest complete checkpoint, the next one is due at step {}",
-                     step_, written.message(), step_ + training.checkpoint_every);
+        spdlog::warn(
+            "checkpoint of step {} not written: {}; training goes on, a restart resumes "
+            "from the newest complete checkpoint, the next one is due at step {}",
+            step_, written.message(), step_ + training.checkpoint_every);
       }
     }
     result.total_steps = training.total_steps;

@@ -73,8 +73,9 @@ class StageRuntime {
   // disk: ResourceExhausted; an I/O error: Unavailable) does not end the run: the step reports
   // it in checkpoint_error, the older complete checkpoints stay, and the next one is tried at
   // its cadence. Losing hours of training to a full disk is worse than a longer replay after a
-  // later crash. The final checkpoint is the job's result, so its failure ends the run. `on_step` sees every step's result;
-  // `before_step`, when set, runs before each step starts (where changes get scheduled).
+  // later crash. The final checkpoint is the job's result, so its failure ends the run. `on_step`
+  // sees every step's result; `before_step`, when set, runs before each step starts (where changes
+  // get scheduled).
   Status Run(const std::function<void(const StepResult&)>& on_step,
              const std::function<void()>& before_step = nullptr);
 
@@ -99,9 +100,7 @@ class StageRuntime {
   const models::Stage& stage() const { return *parts_->stage; }
   at::Device device() const { return parts_->device; }
   // Every trainable tensor of the rank: the stage's, then any autoencoder halves.
-  const std::vector<models::NamedParameter>& parameters() const {
-    return parts_->parameters;
-  }
+  const std::vector<models::NamedParameter>& parameters() const { return parts_->parameters; }
 
   // The parts of Step(), for tests that look at gradients between them.
   Status RunSchedule(StepResult* result);

@@ -75,13 +75,11 @@ void StepLedger::EndReport(const DataParallelSettings& data_parallel, StepResult
       compressed ? CodecBits(ends_.to_next ? ends_.to_next->codec_config() : compression.forward)
                  : 32;
   period.gradient_bits =
-      compressed
-          ? CodecBits(ends_.to_prev ? ends_.to_prev->codec_config() : compression.backward)
-          : 32;
+      compressed ? CodecBits(ends_.to_prev ? ends_.to_prev->codec_config() : compression.backward)
+                 : 32;
   period.received_activation_bits = compressed ? CodecBits(compression.forward) : 32;
   period.received_gradient_bits = compressed ? CodecBits(compression.backward) : 32;
-  period.data_parallel_bits =
-      compressed ? DataParallelBits(data_parallel, assignment_.stage) : 32;
+  period.data_parallel_bits = compressed ? DataParallelBits(data_parallel, assignment_.stage) : 32;
   period.embedding_bits =
       compressed && compressed_embedding_ ? CodecBits(compression.data_parallel.codec) : 32;
   period.activation_relative_error = result->forward_relative_error;

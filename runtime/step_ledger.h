@@ -68,7 +68,7 @@ class StepLedger {
   const bool compressed_embedding_;
   StepTrafficMeter meter_;
   EndTotals schedule_start_;
-  DataParallelTraffic embedding_;              // cumulative
+  DataParallelTraffic embedding_;               // cumulative
   DataParallelTraffic data_parallel_reported_;  // at the last EndStep
   DataParallelTraffic embedding_reported_;      // at the last EndStep
 };

@@ -199,8 +199,8 @@ class JsonReader {
     if (rule.score) {
       constexpr double kRounding = 1e-9;
       if (!(parsed >= rule.min - kRounding && parsed <= rule.max + kRounding)) {
-        return Fail(PathOf(key), std::to_string(parsed) + " is outside [" + Bound(rule.min) +
-                                     ", " + Bound(rule.max) + "]");
+        return Fail(PathOf(key), std::to_string(parsed) + " is outside [" + Bound(rule.min) + ", " +
+                                     Bound(rule.max) + "]");
       }
       parsed = std::clamp(parsed, rule.min, rule.max);
     }
@@ -247,8 +247,8 @@ class JsonReader {
       known += (known.empty() ? "" : ", ") + std::string(spelling);
     }
     // replace: a child's garbage must not make dump() throw.
-    Fail(PathOf(key), v->dump(-1, ' ', false, json::error_handler_t::replace) +
-                          " is not one of " + known);
+    Fail(PathOf(key),
+         v->dump(-1, ' ', false, json::error_handler_t::replace) + " is not one of " + known);
   }
 
   // An object whose keys `body` reads.

@@ -27,8 +27,7 @@ uint64_t ScaledRaw(uint64_t frame_bytes, const DataParallelTraffic& delta,
                    const DataParallelTraffic& cumulative) {
   const DataParallelTraffic& basis = delta.wire_bytes > 0 ? delta : cumulative;
   if (basis.wire_bytes == 0) return frame_bytes;
-  const double ratio =
-      static_cast<double>(basis.raw_bytes) / static_cast<double>(basis.wire_bytes);
+  const double ratio = static_cast<double>(basis.raw_bytes) / static_cast<double>(basis.wire_bytes);
   return static_cast<uint64_t>(static_cast<double>(frame_bytes) * ratio + 0.5);
 }
 
@@ -156,8 +155,8 @@ void StepTrafficMeter::Measure(const TrafficPeriod& period, std::vector<LinkTraf
                                : period.received_gradient_bits.value_or(period.gradient_bits);
             }
             if (sent) {
-              entry.relative_error = activation ? period.activation_relative_error
-                                                : period.gradient_relative_error;
+              entry.relative_error =
+                  activation ? period.activation_relative_error : period.gradient_relative_error;
             }
             break;
           }

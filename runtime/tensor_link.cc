@@ -19,14 +19,12 @@ StatusOr<std::unique_ptr<TensorSender>> TensorSender::Create(
     const compression::CodecConfig& compressed, net::Timeout timeout) {
   GEOTRAIN_ASSIGN_OR_RETURN(auto codec, compression::MakeCodec(compressed));
   GEOTRAIN_ASSIGN_OR_RETURN(auto plain, compression::MakeCodec(compression::CodecConfig{}));
-  return std::unique_ptr<TensorSender>(
-      new TensorSender(transport, peer, std::move(peer_name), timeout, std::move(codec),
-                       std::move(plain)));
+  return std::unique_ptr<TensorSender>(new TensorSender(
+      transport, peer, std::move(peer_name), timeout, std::move(codec), std::move(plain)));
 }
 
 TensorSender::TensorSender(net::Transport* transport, int peer, std::string peer_name,
-                           net::Timeout timeout,
-                           std::unique_ptr<compression::Codec> compressed,
+                           net::Timeout timeout, std::unique_ptr<compression::Codec> compressed,
                            std::unique_ptr<compression::Codec> plain)
     : transport_(transport),
       peer_(peer),
@@ -45,8 +43,7 @@ TensorSender::~TensorSender() {
   thread_.join();
 }
 
-Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tensor,
-                          bool compress) {
+Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tensor, bool compress) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.ok()) return error_;
@@ -62,12 +59,10 @@ Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tens
     try {
       host = staging_.ToHost(tensor);
     } catch (const c10::Error& e) {
-      return Internal("copying the tensor to the host: " +
-                      std::string(e.what_without_backtrace()));
+      return Internal("copying the tensor to the host: " + std::string(e.what_without_backtrace()));
     }
-    GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(compress ? *compressed_ : *plain_, host,
-                                                       header.sample_ids, header.step, &frame_,
-                                                       &stats));
+    GEOTRAIN_RETURN_IF_ERROR(compression::EncodeTensor(
+        compress ? *compressed_ : *plain_, host, header.sample_ids, header.step, &frame_, &stats));
   }
   Queued queued{{}, stats.raw_bytes, header.micro_batch};
   WriteMicroBatchHeader(header, &queued.message);
@@ -78,9 +73,9 @@ Status TensorSender::Send(const MicroBatchHeader& header, const at::Tensor& tens
   totals_.relative_error_sum += stats.rel_error;
   ++totals_.frames;
   if (trace_) {
-    trace_->Complete("encode", "codec", encode, TraceWriter::Clock::now(),
-                     {{"to", peer_name_}, {"micro_batch", header.micro_batch},
-                      {"compressed", compress}});
+    trace_->Complete(
+        "encode", "codec", encode, TraceWriter::Clock::now(),
+        {{"to", peer_name_}, {"micro_batch", header.micro_batch}, {"compressed", compress}});
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,8 +90,8 @@ Status TensorSender::set_device(const at::Device& device) {
       !compression::DeviceCodecHasKernels(compressed_->id())) {
     return OkStatus();
   }
-  GEOTRAIN_ASSIGN_OR_RETURN(device_encoder_,
-                            compression::DeviceTensorEncoder::Create(compressed_->config(), device));
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      device_encoder_, compression::DeviceTensorEncoder::Create(compressed_->config(), device));
   return OkStatus();
 }
 
@@ -165,8 +160,8 @@ StatusOr<at::Tensor> TensorReceiver::Recv(MessageKind kind, uint64_t step, uint3
   return received;
 }
 
-StatusOr<at::Tensor> TensorReceiver::Receive(MessageKind kind, uint64_t step,
-                                             uint32_t micro_batch, MicroBatchHeader* header) {
+StatusOr<at::Tensor> TensorReceiver::Receive(MessageKind kind, uint64_t step, uint32_t micro_batch,
+                                             MicroBatchHeader* header) {
   const TraceWriter::Clock::time_point wait = TraceWriter::Clock::now();
   Clock::time_point start = Clock::now();
   GEOTRAIN_RETURN_IF_ERROR(transport_->Recv(peer_, &message_, timeout_));
@@ -175,9 +170,9 @@ StatusOr<at::Tensor> TensorReceiver::Receive(MessageKind kind, uint64_t step,
   ++totals_.frames;
   const TraceWriter::Clock::time_point decode = TraceWriter::Clock::now();
   if (trace_) {
-    trace_->Complete("recv", "comm", wait, decode,
-                     {{"from", peer_name_}, {"micro_batch", micro_batch},
-                      {"bytes", message_.size()}});
+    trace_->Complete(
+        "recv", "comm", wait, decode,
+        {{"from", peer_name_}, {"micro_batch", micro_batch}, {"bytes", message_.size()}});
   }
 
   start = Clock::now();

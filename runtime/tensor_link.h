@@ -44,15 +44,18 @@ struct LinkTotals {
   uint64_t raw_bytes = 0;   // tensors as held (elements x dtype size)
   uint64_t wire_bytes = 0;  // messages as sent or received
   double codec_seconds = 0;
-  double wait_seconds = 0;  // blocked on the transport (receiving, or flushing sends)
+  double wait_seconds = 0;        // blocked on the transport (receiving, or flushing sends)
   double relative_error_sum = 0;  // sender: Σ of each frame's ||x - x̂|| / ||x||
   uint64_t frames = 0;
 
   // What happened between two readings of the same link's totals.
   LinkTotals operator-(const LinkTotals& before) const {
-    return {raw_bytes - before.raw_bytes,         wire_bytes - before.wire_bytes,
-            codec_seconds - before.codec_seconds, wait_seconds - before.wait_seconds,
-            relative_error_sum - before.relative_error_sum, frames - before.frames};
+    return {raw_bytes - before.raw_bytes,
+            wire_bytes - before.wire_bytes,
+            codec_seconds - before.codec_seconds,
+            wait_seconds - before.wait_seconds,
+            relative_error_sum - before.relative_error_sum,
+            frames - before.frames};
   }
 };
 
@@ -78,7 +81,8 @@ class TensorSender {
   // not change. Encoding happens on the caller's thread, so this is safe between two Sends even
   // while earlier messages are still queued: they were encoded already.
   Status Reconfigure(const compression::CodecConfig& config) {
-    return device_encoder_ ? device_encoder_->Reconfigure(config) : compressed_->Reconfigure(config);
+    return device_encoder_ ? device_encoder_->Reconfigure(config)
+                           : compressed_->Reconfigure(config);
   }
   // The link codec's settings as they are now (the warm-up's plain float32 codec aside).
   const compression::CodecConfig& codec_config() const {
@@ -158,7 +162,7 @@ class TensorReceiver {
   compression::LinkDecoder decoder_;
   compression::CodecConfig receiver_config_;
   std::unique_ptr<compression::DeviceTensorDecoder> device_decoder_;  // set_device's, or null
-  std::unique_ptr<HostToDeviceStaging> staging_;  // set_device's; null: the CPU
+  std::unique_ptr<HostToDeviceStaging> staging_;                      // set_device's; null: the CPU
   std::vector<uint8_t> message_;
   LinkTotals totals_;
   TraceWriter* trace_ = nullptr;

@@ -13,8 +13,8 @@ StatusOr<std::unique_ptr<TrainingData>> TrainingData::Open(const StageAssignment
   GEOTRAIN_ASSIGN_OR_RETURN(data->tokenizer_, models::LoadTokenizerDirectory(tokenizer_dir));
 
   // One opener for the training and the validation sources of either task.
-  const auto open = [&](const std::vector<WeightedSource>& sources,
-                        const char* field, bool validation) -> Status {
+  const auto open = [&](const std::vector<WeightedSource>& sources, const char* field,
+                        bool validation) -> Status {
     if (settings.task == Task::kSequenceClassification) {
       GEOTRAIN_ASSIGN_OR_RETURN(models::ModelConfig config,
                                 models::LoadModelConfig(assignment.model_dir));
@@ -69,8 +69,7 @@ StatusOr<std::unique_ptr<TrainingData>> TrainingData::Open(const StageAssignment
   return data;
 }
 
-StatusOr<at::Tensor> TrainingData::Labels(Span<const uint64_t> sample_ids,
-                                          bool validation) const {
+StatusOr<at::Tensor> TrainingData::Labels(Span<const uint64_t> sample_ids, bool validation) const {
   if (!classification()) return Tokens(validation ? *valid_ : *train_, sample_ids);
   at::Tensor labels = at::empty({static_cast<int64_t>(sample_ids.size())}, at::kLong);
   for (size_t i = 0; i < sample_ids.size(); ++i) {

@@ -50,8 +50,7 @@ class TrainingData {
   StatusOr<at::Tensor> Labels(Span<const uint64_t> sample_ids, bool validation) const;
   // What a classifier's stages need besides the activations: the padding mask and segment ids
   // [n, seq_length] of `sample_ids`. Empty for a language model.
-  StatusOr<models::SequenceContext> Context(Span<const uint64_t> sample_ids,
-                                            bool validation) const;
+  StatusOr<models::SequenceContext> Context(Span<const uint64_t> sample_ids, bool validation) const;
   // A batch's tokens as int64 [n, seq_length].
   static at::Tensor BatchTokens(const models::data::Batch& batch, int64_t seq_length);
 

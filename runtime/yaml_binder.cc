@@ -10,7 +10,6 @@
 namespace geotrain::runtime {
 namespace {
 
-
 // Whole-string number parsing: no leading space, no trailing text, no overflow.
 bool ParseWholeInt(const std::string& text, int64_t* value) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
@@ -184,9 +183,8 @@ void YamlReader::Field(const char* key, LayerRanges* value) {
     const std::string path = PathOf(key) + "[" + std::to_string(i) + "]";
     log_->NoteLine(path, range.Mark().line + 1);
     int64_t first = 0, last = 0;
-    if (!range.IsSequence() || range.size() != 2 || !range[0].IsScalar() ||
-        !range[1].IsScalar() || !ParseWholeInt(range[0].Scalar(), &first) ||
-        !ParseWholeInt(range[1].Scalar(), &last)) {
+    if (!range.IsSequence() || range.size() != 2 || !range[0].IsScalar() || !range[1].IsScalar() ||
+        !ParseWholeInt(range[0].Scalar(), &first) || !ParseWholeInt(range[1].Scalar(), &last)) {
       Mismatch(path, "[first, last] (two integers)", range);
       all_read = false;
       continue;
@@ -214,8 +212,7 @@ const YAML::Node* YamlReader::Take(const char* key) {
   return &it->second;
 }
 
-void YamlReader::Fail(const std::string& path, const YAML::Mark& mark,
-                      const std::string& reason) {
+void YamlReader::Fail(const std::string& path, const YAML::Mark& mark, const std::string& reason) {
   const std::string at =
       mark.is_null() ? path : path + " (line " + std::to_string(mark.line + 1) + ")";
   log_->Fail(path, mark.is_null() ? -1 : mark.line + 1, at + ": " + reason);
@@ -314,9 +311,9 @@ void YamlWriter::Field(const char* key, double* value) {
 void YamlWriter::Field(const char* key, std::vector<WeightedSource>* value) {
   out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
   for (const WeightedSource& source : *value) {
-    out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value
-         << YAML::DoubleQuoted << source.path << YAML::Key << "weight" << YAML::Value
-         << FormatDouble(source.weight) << YAML::EndMap;
+    out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value << YAML::DoubleQuoted
+         << source.path << YAML::Key << "weight" << YAML::Value << FormatDouble(source.weight)
+         << YAML::EndMap;
   }
   out_ << YAML::EndSeq;
 }

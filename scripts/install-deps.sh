@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
+  # scripts/check_format.sh (the ctest clang_format) checks the tree against .clang-format
+  clang-format-14
   # training core (libopenblas0-pthread: Debian's LibTorch calls BLAS through the alternatives
   # system, which otherwise points at the slow reference BLAS)
   libtorch-dev libopenblas0-pthread libgloo-dev libzstd-dev libxxhash-dev libspdlog-dev libfmt-dev

@@ -52,7 +52,7 @@ CoordinatorStore::CoordinatorStore(std::shared_ptr<grpc::Channel> channel,
       stub_(NewStub(channel)),
       scope_(std::move(scope)),
       coordinator_address_(coordinator_address.empty() ? "(address not given)"
-                                                        : std::move(coordinator_address)) {
+                                                       : std::move(coordinator_address)) {
   if (scope_.job_id().empty()) throw std::invalid_argument("CoordinatorStore: scope.job_id: empty");
 }
 
@@ -77,16 +77,15 @@ void CoordinatorStore::Run(const std::string& operation, milliseconds timeout,
   while (true) {
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
-      std::string message = Describe(operation) + ": timed out after " +
-                            std::to_string(budget.count()) + " ms";
+      std::string message =
+          Describe(operation) + ": timed out after " + std::to_string(budget.count()) + " ms";
       if (!waiting_for.empty()) message += " waiting for keys " + KeyList(waiting_for);
       if (!last.ok() && last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
         message += " (last error: " + DescribeRpcError(last) + ")";
       }
       throw std::runtime_error(message);
     }
-    const milliseconds slice =
-        std::min(std::chrono::ceil<milliseconds>(deadline - now), kRpcSlice);
+    const milliseconds slice = std::min(std::chrono::ceil<milliseconds>(deadline - now), kRpcSlice);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + slice);
     last = attempt(&context, slice);
@@ -182,10 +181,9 @@ bool CoordinatorStore::check(const std::vector<std::string>& keys) {
   *request.mutable_scope() = scope_;
   for (const std::string& key : keys) request.add_keys(key);
   geotrain::v1::KvCheckResponse response;
-  Run("check keys " + KeyList(keys), timeout_, {},
-      [&](grpc::ClientContext* context, milliseconds) {
-        return stub_->KvCheck(context, request, &response);
-      });
+  Run("check keys " + KeyList(keys), timeout_, {}, [&](grpc::ClientContext* context, milliseconds) {
+    return stub_->KvCheck(context, request, &response);
+  });
   return response.all_present();
 }
 

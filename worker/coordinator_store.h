@@ -69,8 +69,8 @@ class CoordinatorStore final : public c10d::Store {
  private:
   // One attempt: issue the RPC with `context` (its deadline is set) and `slice`, the most the
   // server may wait.
-  using Attempt = std::function<grpc::Status(grpc::ClientContext* context,
-                                             std::chrono::milliseconds slice)>;
+  using Attempt =
+      std::function<grpc::Status(grpc::ClientContext* context, std::chrono::milliseconds slice)>;
 
   // Runs attempts until one succeeds, one fails for good (thrown) or `timeout` passes (thrown,
   // with `waiting_for` in the message when the operation waits for keys).

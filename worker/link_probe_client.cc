@@ -159,9 +159,8 @@ geotrain::v1::ProbeResult ProbeLink(const geotrain::v1::ProbeTarget& target, uin
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(max_ms);
   for (uint32_t i = 0; i < streams; ++i) {
     const uint64_t share = max_bytes / streams + (i == 0 ? max_bytes % streams : 0);
-    threads.emplace_back([&, i, share] {
-      outcomes[i] = RunStream(connections[i].get(), share, deadline, options);
-    });
+    threads.emplace_back(
+        [&, i, share] { outcomes[i] = RunStream(connections[i].get(), share, deadline, options); });
   }
   for (std::thread& t : threads) t.join();
 

@@ -27,10 +27,10 @@ namespace geotrain::worker {
 inline constexpr uint32_t kMaxProbeStreams = 8;
 
 struct LinkProbeClientOptions {
-  int pings = 5;                                   // round trips for the latency
-  std::chrono::milliseconds connect_timeout{5000}; // each connection
-  std::chrono::milliseconds io_timeout{10000};     // each read and write
-  size_t chunk_bytes = 64 * 1024;                  // a stream looks at the clock between chunks
+  int pings = 5;                                    // round trips for the latency
+  std::chrono::milliseconds connect_timeout{5000};  // each connection
+  std::chrono::milliseconds io_timeout{10000};      // each read and write
+  size_t chunk_bytes = 64 * 1024;                   // a stream looks at the clock between chunks
   // When it becomes true the probe ends at its next ping or chunk with the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
 };

@@ -18,8 +18,8 @@ ProbeFunction RealLinkProbe() {
   };
 }
 
-LinkProbeRunner::LinkProbeRunner(LinkProbeRunnerOptions options,
-                                 std::function<void()> on_results, ProbeFunction probe)
+LinkProbeRunner::LinkProbeRunner(LinkProbeRunnerOptions options, std::function<void()> on_results,
+                                 ProbeFunction probe)
     : options_(options),
       on_results_(std::move(on_results)),
       probe_(std::move(probe)),
@@ -88,9 +88,9 @@ void LinkProbeRunner::Loop() {
 
 geotrain::v1::ProbeResults LinkProbeRunner::Run(const geotrain::v1::ProbeOrder& order) {
   const uint64_t max_bytes = order.max_bytes() > 0 ? order.max_bytes() : options_.default_max_bytes;
-  const uint32_t max_ms = std::min(
-      order.max_milliseconds() > 0 ? order.max_milliseconds() : options_.default_max_ms,
-      options_.max_ms_limit);
+  const uint32_t max_ms =
+      std::min(order.max_milliseconds() > 0 ? order.max_milliseconds() : options_.default_max_ms,
+               options_.max_ms_limit);
   const uint32_t streams = order.streams() > 0 ? order.streams() : options_.default_streams;
   spdlog::debug("probing {} link(s): up to {} bytes, {} ms, {} stream(s) each",
                 order.targets_size(), max_bytes, max_ms, streams);

@@ -39,8 +39,8 @@ struct LinkProbeRunnerOptions {
 // Measures one target; ProbeLink in the daemon, something simpler in tests. `cancel` becomes true
 // when the runner is being destroyed.
 using ProbeFunction = std::function<geotrain::v1::ProbeResult(
-    const geotrain::v1::ProbeTarget& target, uint64_t max_bytes, uint32_t max_ms,
-    uint32_t streams, const std::atomic<bool>* cancel)>;
+    const geotrain::v1::ProbeTarget& target, uint64_t max_bytes, uint32_t max_ms, uint32_t streams,
+    const std::atomic<bool>* cancel)>;
 
 // ProbeLink (worker/link_probe_client.h) with its default options and `cancel`.
 ProbeFunction RealLinkProbe();

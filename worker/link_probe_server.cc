@@ -227,11 +227,10 @@ void LinkProbeServer::LogBadRequest(const std::string& peer, const std::string& 
     spdlog::debug("link probe from {} refused: {}", peer, why);
     return;
   }
-  spdlog::warn("link probe from {} refused: {} (not a geotrain probe client of this version?){}",
-               peer, why,
-               unlogged_bad_ > 0 ? "; " + std::to_string(unlogged_bad_) +
-                                       " more since the last warning"
-                                 : std::string());
+  spdlog::warn(
+      "link probe from {} refused: {} (not a geotrain probe client of this version?){}", peer, why,
+      unlogged_bad_ > 0 ? "; " + std::to_string(unlogged_bad_) + " more since the last warning"
+                        : std::string());
   last_bad_log_ = now;
   unlogged_bad_ = 0;
 }

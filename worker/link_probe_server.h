@@ -27,8 +27,8 @@
 namespace geotrain::worker {
 
 struct LinkProbeServerOptions {
-  int max_connections = 16;                      // concurrent; more are closed at once
-  std::chrono::milliseconds io_timeout{10000};   // each read and write of a connection
+  int max_connections = 16;                     // concurrent; more are closed at once
+  std::chrono::milliseconds io_timeout{10000};  // each read and write of a connection
 };
 
 class LinkProbeServer {

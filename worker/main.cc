@@ -168,8 +168,9 @@ int DaemonMain(int argc, char** argv) {
     std::cout << "probes on " << probe_server->address() << std::endl;
     spdlog::info("link probes answered on {}", probe_server->address());
   } else {
-    spdlog::info("link probes off (--probe-listen is empty): the coordinator measures this "
-                 "worker's links from training traffic only");
+    spdlog::info(
+        "link probes off (--probe-listen is empty): the coordinator measures this "
+        "worker's links from training traffic only");
   }
 
   CapabilityFlags capability_flags;
@@ -192,9 +193,9 @@ int DaemonMain(int argc, char** argv) {
   session_options.capabilities = DetectCapabilities(capability_flags);
   session_options.metrics = metrics.get();
   spdlog::info("coordinator {} over {}", flags.coordinator,
-               !flags.credentials.ca.given()     ? "plain gRPC (no --tls-ca)"
-               : flags.credentials.cert.given()  ? "TLS with a client certificate"
-                                                 : "TLS without a client certificate");
+               !flags.credentials.ca.given()    ? "plain gRPC (no --tls-ca)"
+               : flags.credentials.cert.given() ? "TLS with a client certificate"
+                                                : "TLS without a client certificate");
   spdlog::info("geotrain-worker {} on {} ({}, {} CPUs), work dir {}, data root {}", WorkerVersion(),
                session_options.capabilities.host(), session_options.capabilities.device_kind(),
                session_options.capabilities.cpu_count(), flags.work_dir, flags.data_root);

@@ -109,16 +109,14 @@ bool Outbox::Empty() const {
   return statuses_.empty() && steps_.empty() && logs_.empty();
 }
 
-void Outbox::DropStatuses(
-    const std::function<bool(const geotrain::v1::TaskStatus&)>& superseded) {
+void Outbox::DropStatuses(const std::function<bool(const geotrain::v1::TaskStatus&)>& superseded) {
   std::lock_guard<std::mutex> lock(mu_);
   statuses_.erase(std::remove_if(statuses_.begin(), statuses_.end(),
                                  [&](const auto& item) { return superseded(item.value); }),
                   statuses_.end());
 }
 
-bool Outbox::HoldsStep(
-    const std::function<bool(const geotrain::v1::StepReport&)>& matches) const {
+bool Outbox::HoldsStep(const std::function<bool(const geotrain::v1::StepReport&)>& matches) const {
   std::lock_guard<std::mutex> lock(mu_);
   return std::any_of(steps_.begin(), steps_.end(),
                      [&](const auto& item) { return matches(item.value); });

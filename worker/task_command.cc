@@ -37,11 +37,12 @@ Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& 
   run.frame_key = assignment.frame_key();
   // RunRank uses it only for weights from model_init_seed; inside the task directory it is kept
   // for inspection and cleaned up with the task.
-  const std::filesystem::path task_dir = std::filesystem::path(options.assignment_path).parent_path();
+  const std::filesystem::path task_dir =
+      std::filesystem::path(options.assignment_path).parent_path();
   run.init_dir = (task_dir / "init").string();
-  run.poll_changes = runtime::CodecChangePoller(
-      options.config_changes_path.empty() ? (task_dir / kConfigChangesFileName).string()
-                                          : options.config_changes_path);
+  run.poll_changes = runtime::CodecChangePoller(options.config_changes_path.empty()
+                                                    ? (task_dir / kConfigChangesFileName).string()
+                                                    : options.config_changes_path);
   // A job of one rank joins no group and needs no rendezvous.
   if (stage.world_size() > 1) {
     const auto timeout =
@@ -49,9 +50,8 @@ Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& 
     GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                               auth::MakeChannelCredentials(options.credentials));
     run.store = c10::make_intrusive<CoordinatorStore>(
-        CoordinatorChannel(options.coordinator, std::move(credentials)),
-                                                      assignment.rendezvous(), timeout,
-                                                      options.coordinator);
+        CoordinatorChannel(options.coordinator, std::move(credentials)), assignment.rendezvous(),
+        timeout, options.coordinator);
     spdlog::info("rank {}: joining the job's groups through the coordinator at {}",
                  stage.global_rank(), options.coordinator);
   }

@@ -1,13 +1,14 @@
 // The task child: `geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR
-// [--threads N] [--tls-ca FILE [--tls-cert FILE --tls-key FILE] [--join-token-file FILE]]`, the process the daemon starts for each Assignment (hidden from --help).
+// [--threads N] [--tls-ca FILE [--tls-cert FILE --tls-key FILE] [--join-token-file FILE]]`, the
+// process the daemon starts for each Assignment (hidden from --help).
 //
 // Reads the Assignment file, derives the rank's StageAssignment (task_assignment.h), forms the
 // job's groups through a CoordinatorStore scoped to the assignment's rendezvous, and trains with
 // runtime::RunRank. Before every step it polls the task's config-changes.jsonl (next to the
 // assignment file unless config_changes_path names another), where the daemon appends the
-// coordinator's ConfigChanges (runtime/config_change.h). Each step prints one JSON line (runtime/step_line.h) on stdout, flushed;
-// logs go to stderr. Exit codes: 0 trained to the end, 1 training failed, 2 bad assignment or
-// job file (the daemon reports those as permanent failures).
+// coordinator's ConfigChanges (runtime/config_change.h). Each step prints one JSON line
+// (runtime/step_line.h) on stdout, flushed; logs go to stderr. Exit codes: 0 trained to the end, 1
+// training failed, 2 bad assignment or job file (the daemon reports those as permanent failures).
 #pragma once
 
 #include <string>

@@ -73,7 +73,8 @@ class TaskProcess {
   TaskProcess& operator=(const TaskProcess&) = delete;
 
   // SIGTERM (and SIGCONT, for a stopped child) to the child's group now, SIGKILL once `grace`
-  // has passed if the child still runs (grace 0: SIGKILL at once), stopped or not. Returns at once; a second call can only shorten the grace.
+  // has passed if the child still runs (grace 0: SIGKILL at once), stopped or not. Returns at once;
+  // a second call can only shorten the grace.
   void Stop(std::chrono::milliseconds grace);
 
   // Blocks until on_exit has returned.

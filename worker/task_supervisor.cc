@@ -232,9 +232,10 @@ void TaskSupervisor::ChangeConfig(const geotrain::v1::ConfigChange& message) {
     // A worker runs at most one rank of a job, so the job's active task is the one meant.
     const std::vector<TaskKey> keys = table_.ActiveOf(message.job_id(), message.generation());
     if (keys.empty()) {
-      spdlog::warn("job {} generation {}: configuration change for step {} dropped: no such "
-                   "task runs here",
-                   message.job_id(), message.generation(), change.effective_step);
+      spdlog::warn(
+          "job {} generation {}: configuration change for step {} dropped: no such "
+          "task runs here",
+          message.job_id(), message.generation(), change.effective_step);
       return;
     }
     path = (fs::path(TaskDir(keys.front())) / kConfigChangesFileName).string();

@@ -3,8 +3,8 @@
 // a child process `geotrain-worker task ...` (TaskRun); a StopOrder stops the job's child
 // (SIGTERM, SIGKILL after the grace); ForgetTask drops a finished task from the hello; a
 // ConfigChange is appended, as one line, to the running task's config-changes.jsonl (created
-// empty when the task starts), which the child polls before every step. What the tasks do (statuses, steps, lines)
-// goes into the Outbox for the session to deliver.
+// empty when the task starts), which the child polls before every step. What the tasks do
+// (statuses, steps, lines) goes into the Outbox for the session to deliver.
 //
 // One task at a time: an Assignment while another task runs is refused with a FAILED status
 // (not permanent) for the new one; a repeated Assignment for a known task is ignored.
@@ -37,10 +37,10 @@ struct SupervisorOptions {
   std::string coordinator;  // HOST:PORT, passed on to each child (rendezvous)
   // The daemon's --tls-* and --join-token-file, passed on to each child (absolute paths).
   auth::ClientCredentialFiles credential_files;
-  std::string advertise;    // the children's --bind (Gloo listens there)
-  std::string work_dir;     // tasks/ is created under it
-  std::string data_root;    // the children's working directory; relative job paths resolve here
-  int threads = 0;          // intra-op threads per child (and OMP_NUM_THREADS); 0: LibTorch's
+  std::string advertise;  // the children's --bind (Gloo listens there)
+  std::string work_dir;   // tasks/ is created under it
+  std::string data_root;  // the children's working directory; relative job paths resolve here
+  int threads = 0;        // intra-op threads per child (and OMP_NUM_THREADS); 0: LibTorch's
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM -> SIGKILL
   std::string task_binary = "/proc/self/exe";  // the program run as `BINARY task ...`
   uint64_t task_log_cap_bytes = TaskLog::kDefaultCapBytes;

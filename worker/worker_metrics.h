@@ -24,9 +24,9 @@
 #include <string>
 #include <utility>
 
-#include "geotrain/v1/job.pb.h"
 #include "common/clock.h"
 #include "common/link_estimate.h"
+#include "geotrain/v1/job.pb.h"
 
 namespace geotrain::worker {
 

@@ -40,7 +40,7 @@ struct SessionOptions {
   std::string coordinator;  // HOST:PORT
   // TLS and the join token (coordinator_channel.h); null: insecure.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
-  std::string work_dir;     // holds worker-id
+  std::string work_dir;  // holds worker-id
   geotrain::v1::WorkerCapabilities capabilities;
   BackoffOptions backoff;  // between attempts to register / open the session
   std::chrono::milliseconds register_timeout{10000};  // one Register call

@@ -37,7 +37,8 @@ Status CheckClientCredentialFiles(const ClientCredentialFiles& files) {
   }
   if (files.token.given() && !files.ca.given()) {
     return InvalidArgument(files.token.origin + ": a token is sent only over TLS; give " +
-                           files.ca.origin + " too (the CA that signed the coordinator's "
+                           files.ca.origin +
+                           " too (the CA that signed the coordinator's "
                            "certificate)");
   }
   return OkStatus();
@@ -57,8 +58,8 @@ StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
   if (!files.token.given()) return credentials;
   GEOTRAIN_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(files.token));
   return grpc::CompositeChannelCredentials(
-      credentials, grpc::MetadataCredentialsFromPlugin(
-                       std::make_unique<BearerTokenPlugin>(std::move(token))));
+      credentials,
+      grpc::MetadataCredentialsFromPlugin(std::make_unique<BearerTokenPlugin>(std::move(token))));
 }
 
 }  // namespace geotrain::auth

@@ -48,7 +48,8 @@ StatusOr<std::string> ReadTokenFile(const CredentialFile& file) {
   if (!text.empty() && text.back() == '\n') text.pop_back();
   if (!text.empty() && text.back() == '\r') text.pop_back();
   if (text.find('\n') != std::string::npos) {
-    return InvalidArgument(file.origin + ": " + file.path + " has more than one line (a token "
+    return InvalidArgument(file.origin + ": " + file.path +
+                           " has more than one line (a token "
                            "file holds the token alone)");
   }
   for (const char c : text) {

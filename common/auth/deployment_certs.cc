@@ -73,7 +73,7 @@ Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value)
 struct CertRequest {
   std::string common_name;
   EVP_PKEY* subject_key = nullptr;
-  X509* issuer = nullptr;        // null: self-signed (the CA)
+  X509* issuer = nullptr;  // null: self-signed (the CA)
   EVP_PKEY* issuer_key = nullptr;
   int days = 0;
   // name -> value of each extension besides the key identifiers.
@@ -118,7 +118,8 @@ StatusOr<Cert> IssueCertificate(const CertRequest& request) {
 template <typename Write>
 StatusOr<std::string> ToPem(Write write, const std::string& what) {
   std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
-  if (bio == nullptr || write(bio.get()) != 1) return Internal(OpenSslError("cannot encode " + what));
+  if (bio == nullptr || write(bio.get()) != 1)
+    return Internal(OpenSslError("cannot encode " + what));
   char* data = nullptr;
   const long size = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(size));
@@ -222,9 +223,9 @@ StatusOr<std::vector<std::string>> InitDeploymentCerts(const CertsInitOptions& o
   }
   const fs::path dir(options.dir);
   const auto path = [&dir](const char* name) { return (dir / name).string(); };
-  const std::vector<std::string> names = {kCaCertFile,     kCaKeyFile,     kCoordinatorCertFile,
-                                          kCoordinatorKeyFile, kWorkerCertFile, kWorkerKeyFile,
-                                          kJoinTokenFile,  kAdminTokenFile};
+  const std::vector<std::string> names = {
+      kCaCertFile,     kCaKeyFile,     kCoordinatorCertFile, kCoordinatorKeyFile,
+      kWorkerCertFile, kWorkerKeyFile, kJoinTokenFile,       kAdminTokenFile};
   if (!options.force) {
     for (const std::string& name : names) {
       if (fs::exists(dir / name, ec)) {
@@ -277,12 +278,15 @@ StatusOr<std::vector<std::string>> InitDeploymentCerts(const CertsInitOptions& o
   GEOTRAIN_ASSIGN_OR_RETURN(std::string join_token, RandomToken());
   GEOTRAIN_ASSIGN_OR_RETURN(std::string admin_token, RandomToken());
   const std::vector<std::pair<const std::string*, mode_t>> contents = {
-      {&ca_pem, 0644},     {&ca_key_pem, 0600}, {&coordinator_pem, 0644}, {&coordinator_key_pem, 0600},
-      {&worker_pem, 0644}, {&worker_key_pem, 0600}, {&join_token, 0600}, {&admin_token, 0600}};
+      {&ca_pem, 0644},          {&ca_key_pem, 0600},
+      {&coordinator_pem, 0644}, {&coordinator_key_pem, 0600},
+      {&worker_pem, 0644},      {&worker_key_pem, 0600},
+      {&join_token, 0600},      {&admin_token, 0600}};
   std::vector<std::string> written;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string file = path(names[i].c_str());
-    GEOTRAIN_RETURN_IF_ERROR(WriteFile(file, *contents[i].first, contents[i].second, options.force));
+    GEOTRAIN_RETURN_IF_ERROR(
+        WriteFile(file, *contents[i].first, contents[i].second, options.force));
     written.push_back(file);
   }
   return written;

@@ -13,7 +13,7 @@ std::string DirectoryOf(const std::string& path) {
 }
 
 StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Create(const std::string& path,
-                                                                      Env* env) {
+                                                                     Env* env) {
   // pid + a process-wide counter: unique among concurrent writers, even to the same path.
   static std::atomic<uint64_t> counter{0};
   const std::string temp_path =
@@ -29,7 +29,7 @@ AtomicFileWriter::~AtomicFileWriter() {
 }
 
 Status AtomicFileWriter::Fail(const Status& status) {
-  file_.reset();  // closes the descriptor
+  file_.reset();                       // closes the descriptor
   (void)env_->RemoveFile(temp_path_);  // best effort: the failure reported is `status`
   return status;
 }

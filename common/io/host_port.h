@@ -25,18 +25,17 @@ struct HostPort {
 // What is wrong with a value that is not HOST:PORT; kNone when it is.
 enum class HostPortProblem {
   kNone,
-  kNoPort,             // no ':' at all, or none after "[IPv6]"
-  kNoHost,             // nothing before the ':', or unbalanced brackets
-  kUnbracketedIpv6,    // "::1:7070"
-  kPortNotNumber,      // empty, not decimal digits, or more than 5 of them
-  kPortOutOfRange,     // outside [min_port, 65535]
+  kNoPort,           // no ':' at all, or none after "[IPv6]"
+  kNoHost,           // nothing before the ':', or unbalanced brackets
+  kUnbracketedIpv6,  // "::1:7070"
+  kPortNotNumber,    // empty, not decimal digits, or more than 5 of them
+  kPortOutOfRange,   // outside [min_port, 65535]
 };
 
 // Splits `text` into *out (may be null); for callers that word their own errors (the CLI).
 HostPortProblem SplitHostPort(std::string_view text, int min_port, HostPort* out);
 
 // `field` names the flag or key in errors (INVALID_ARGUMENT).
-StatusOr<HostPort> ParseHostPort(std::string_view text, const std::string& field,
-                                 int min_port = 0);
+StatusOr<HostPort> ParseHostPort(std::string_view text, const std::string& field, int min_port = 0);
 
 }  // namespace geotrain::io

@@ -53,7 +53,8 @@ Status CocktailCudaCodec::RestoreResidual(const Shape& shape, Span<const float> 
   GEOTRAIN_RETURN_IF_ERROR(CheckCocktailResidual(shape, values));
   const int64_t n = static_cast<int64_t>(values.size());
   GEOTRAIN_RETURN_IF_ERROR(residual_.Reserve(std::max<int64_t>(n, 1)));
-  GEOTRAIN_RETURN_IF_ERROR(CopyToDevice(residual_.data(), values.data(), n * sizeof(float), stream_));
+  GEOTRAIN_RETURN_IF_ERROR(
+      CopyToDevice(residual_.data(), values.data(), n * sizeof(float), stream_));
   GEOTRAIN_RETURN_IF_ERROR(Synchronize(stream_, "restoring the cocktail residual"));
   residual_size_ = n;
   residual_shape_ = shape;
@@ -95,7 +96,8 @@ Status CocktailCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, Byte
   const uint64_t bitmap_bytes = PackedBytes(static_cast<uint64_t>(m), 1);
   const QuantLayout layout = CocktailKeptLayout(k, config_.quant_group);
   const uint64_t block_bound = k > 0 ? FixpointBlockBytes(layout, config_.quant_bits, true) : 0;
-  GEOTRAIN_RETURN_IF_ERROR(ws_.payload_host.Reserve(std::max<uint64_t>(bitmap_bytes + block_bound, 1)));
+  GEOTRAIN_RETURN_IF_ERROR(
+      ws_.payload_host.Reserve(std::max<uint64_t>(bitmap_bytes + block_bound, 1)));
   GEOTRAIN_RETURN_IF_ERROR(ws_.readback.Reserve(3 * sizeof(double)));
   uint8_t* host = ws_.payload_host.data();
   if (m > 0) {
@@ -107,10 +109,10 @@ Status CocktailCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, Byte
     const QuantizeOptions options = CocktailQuantizeOptions(config_, in.step);
     // Cannot fail on values (they are finite); were it to, the residual holds v without the
     // send subtracted, which is what "nothing was sent" means (as in CocktailCodec).
-    GEOTRAIN_ASSIGN_OR_RETURN(block_size, EncodeFixpointBlockOnDevice(
-                                              ws_.kept.data(), layout, options, &ws_.fixpoint,
-                                              &ws_.block, ws_.kept_decoded.data(), nullptr,
-                                              stream_));
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        block_size,
+        EncodeFixpointBlockOnDevice(ws_.kept.data(), layout, options, &ws_.fixpoint, &ws_.block,
+                                    ws_.kept_decoded.data(), nullptr, stream_));
     GEOTRAIN_RETURN_IF_ERROR(
         CopyToHost(host + bitmap_bytes, ws_.block.data(), block_size, stream_));
   }
@@ -156,9 +158,8 @@ Status CocktailCudaCodec::Decode(const FrameContent& frame, float* out) {
   if (bytes > 0) GEOTRAIN_RETURN_IF_ERROR(CopyToDevice(device, bitmap.data(), bytes, stream_));
   if (k > 0) {
     GEOTRAIN_RETURN_IF_ERROR(ws_.kept_decoded.Reserve(k));
-    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlockOnDevice(device + bitmap.size(), layout, f.bits,
-                                                         &ws_.fixpoint, ws_.kept_decoded.data(),
-                                                         stream_));
+    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlockOnDevice(
+        device + bitmap.size(), layout, f.bits, &ws_.fixpoint, ws_.kept_decoded.data(), stream_));
   }
   return CocktailScatter(device, static_cast<int64_t>(m), n, mask_params, ws_.kept_decoded.data(),
                          &ws_, out, stream_);

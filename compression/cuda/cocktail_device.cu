@@ -51,7 +51,9 @@ constexpr int64_t kMaxGrid = 2048;
 static_assert(kMaxDigitBins % kThreads == 0, "each ChooseDigit thread owns whole bins");
 static_assert(kThreads % kWordBits == 0, "blocks hold whole words");
 
-unsigned StridedGrid(int64_t n) { return Blocks(std::min<int64_t>(CeilDiv(n, kThreads), kMaxGrid)); }
+unsigned StridedGrid(int64_t n) {
+  return Blocks(std::min<int64_t>(CeilDiv(n, kThreads), kMaxGrid));
+}
 // One thread per index of `words` whole words.
 unsigned WordGrid(int64_t words) { return Blocks(CeilDiv(words * kWordBits, kThreads)); }
 
@@ -288,7 +290,7 @@ Status LaunchSeededCount(const CocktailMaskParams& mask, int64_t n, CocktailWork
   GEOTRAIN_RETURN_IF_ERROR(ws->before32.Reserve(std::max<int64_t>(words, 1)));
   if (words == 0) return OkStatus();
   SeededMembers<<<WordGrid(words), kThreads, 0, stream>>>(mask, n, words, ws->words_a.data(),
-                                                         ws->counts32.data());
+                                                          ws->counts32.data());
   GEOTRAIN_RETURN_IF_ERROR(LastCudaStatus("cocktail seeded mask kernel"));
   GEOTRAIN_RETURN_IF_ERROR(
       ExclusiveSum(ws->counts32.data(), ws->before32.data(), words, &ws->scan_temp, stream));
@@ -332,7 +334,7 @@ Status CocktailSample(const float* x, float* residual, int64_t n, const Cocktail
   GEOTRAIN_RETURN_IF_ERROR(ws->sampled.Reserve(m));
   if (mask.rolling) {
     RollingGather<<<Blocks(CeilDiv(m, kThreads)), kThreads, 0, stream>>>(v, mask, m,
-                                                                        ws->sampled.data());
+                                                                         ws->sampled.data());
   } else {
     GEOTRAIN_RETURN_IF_ERROR(ws->sampled_index.Reserve(m));
     SeededCompact<<<Blocks(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(
@@ -345,8 +347,8 @@ Status CocktailSample(const float* x, float* residual, int64_t n, const Cocktail
 Status CocktailSelectTopK(int64_t m, int64_t k, const CocktailMaskParams& mask,
                           CocktailWorkspace* ws, Stream stream) {
   if (m < 1 || k < 1 || k > m) {
-    return InvalidArgument("cocktail top-k: k = " + std::to_string(k) + " of m = " +
-                           std::to_string(m) + " (needs 1 <= k <= m)");
+    return InvalidArgument("cocktail top-k: k = " + std::to_string(k) +
+                           " of m = " + std::to_string(m) + " (needs 1 <= k <= m)");
   }
   const int64_t words = static_cast<int64_t>(WordCount(m));
   const uint64_t bitmap_bytes = (static_cast<uint64_t>(m) + 7) / 8;
@@ -363,8 +365,8 @@ Status CocktailSelectTopK(int64_t m, int64_t k, const CocktailMaskParams& mask,
   auto* state = reinterpret_cast<SelectState*>(ws->select_state.data());
   const float* sampled = ws->sampled.data();
 
-  GEOTRAIN_RETURN_IF_ERROR(ZeroDevice(ws->histograms.data(),
-                                      kSelectPasses * kMaxDigitBins * sizeof(uint32_t), stream));
+  GEOTRAIN_RETURN_IF_ERROR(
+      ZeroDevice(ws->histograms.data(), kSelectPasses * kMaxDigitBins * sizeof(uint32_t), stream));
   InitSelect<<<1, 1, 0, stream>>>(state, static_cast<uint32_t>(k));
   for (int pass = 0; pass < kSelectPasses; ++pass) {
     uint32_t* histogram = ws->histograms.data() + pass * kMaxDigitBins;
@@ -416,17 +418,16 @@ Status CocktailSeededIndices(const CocktailMaskParams& mask, int64_t n, Cocktail
   return LastCudaStatus("cocktail seeded index kernel");
 }
 
-Status CocktailScatter(const uint8_t* bitmap, int64_t m, int64_t n,
-                       const CocktailMaskParams& mask, const float* decoded,
-                       CocktailWorkspace* ws, float* out, Stream stream) {
+Status CocktailScatter(const uint8_t* bitmap, int64_t m, int64_t n, const CocktailMaskParams& mask,
+                       const float* decoded, CocktailWorkspace* ws, float* out, Stream stream) {
   if (n > 0) GEOTRAIN_RETURN_IF_ERROR(ZeroDevice(out, n * sizeof(float), stream));
   if (m <= 0) return OkStatus();
   const int64_t words = static_cast<int64_t>(WordCount(m));
   const uint64_t bytes = (static_cast<uint64_t>(m) + 7) / 8;
   GEOTRAIN_RETURN_IF_ERROR(ws->counts32.Reserve(words));
   GEOTRAIN_RETURN_IF_ERROR(ws->before32.Reserve(words));
-  BitmapWordCounts<<<Blocks(CeilDiv(words, kThreads)), kThreads, 0, stream>>>(
-      bitmap, bytes, words, ws->counts32.data());
+  BitmapWordCounts<<<Blocks(CeilDiv(words, kThreads)), kThreads, 0, stream>>>(bitmap, bytes, words,
+                                                                              ws->counts32.data());
   GEOTRAIN_RETURN_IF_ERROR(LastCudaStatus("cocktail bitmap count kernel"));
   GEOTRAIN_RETURN_IF_ERROR(
       ExclusiveSum(ws->counts32.data(), ws->before32.data(), words, &ws->scan_temp, stream));

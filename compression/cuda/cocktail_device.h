@@ -34,15 +34,15 @@ struct CocktailWorkspace {
   PinnedBytes readback;                   // flags and sums, copied back
   PinnedBytes payload_host;               // the bitmap and the block, copied back
   FixpointWorkspace fixpoint;
-  DeviceBytes block;                      // the fixpoint block (encode) or bitmap + block (decode)
+  DeviceBytes block;  // the fixpoint block (encode) or bitmap + block (decode)
 };
 
 // What CocktailSample learnt about the input.
 struct CocktailSampleInfo {
-  uint64_t m = 0;              // sampled coordinates
-  bool x_not_finite = false;   // some x[i] is NaN or infinite,
-  uint64_t first_bad_x = 0;    //   the first of them at this index
-  bool v_not_finite = false;   // some v = x + residual is not finite
+  uint64_t m = 0;             // sampled coordinates
+  bool x_not_finite = false;  // some x[i] is NaN or infinite,
+  uint64_t first_bad_x = 0;   //   the first of them at this index
+  bool v_not_finite = false;  // some v = x + residual is not finite
 };
 
 // Forms v (x, or `residual` += x in place when `residual` is non-null), sums Σv² into
@@ -71,8 +71,7 @@ Status CocktailSeededIndices(const CocktailMaskParams& mask, int64_t n, Cocktail
 
 // Decode: out[coordinate of sampled position j] = decoded[rank of j among the set bits] for every
 // set bit j of `bitmap` (device, ceil(m / 8) bytes, already checked), zeros elsewhere in out[n].
-Status CocktailScatter(const uint8_t* bitmap, int64_t m, int64_t n,
-                       const CocktailMaskParams& mask, const float* decoded,
-                       CocktailWorkspace* ws, float* out, Stream stream);
+Status CocktailScatter(const uint8_t* bitmap, int64_t m, int64_t n, const CocktailMaskParams& mask,
+                       const float* decoded, CocktailWorkspace* ws, float* out, Stream stream);
 
 }  // namespace geotrain::compression::cuda

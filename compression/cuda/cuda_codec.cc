@@ -30,18 +30,24 @@ bool HasCudaKernels(CodecId codec) {
     case CodecId::kFixpoint:
     case CodecId::kDelta:
     case CodecId::kTah:
-    case CodecId::kCocktail: return true;
-    default: return false;
+    case CodecId::kCocktail:
+      return true;
+    default:
+      return false;
   }
 }
 
 StatusOr<std::unique_ptr<CudaCodec>> MakeCudaCodec(const CodecConfig& config, Stream stream) {
   GEOTRAIN_RETURN_IF_ERROR(config.Validate());
   switch (config.codec) {
-    case CodecId::kFixpoint: return NewFixpointCudaCodec(config, stream);
-    case CodecId::kDelta: return NewDeltaCudaCodec(config, stream);
-    case CodecId::kTah: return NewTahCudaCodec(config, stream);
-    case CodecId::kCocktail: return NewCocktailCudaCodec(config, stream);
+    case CodecId::kFixpoint:
+      return NewFixpointCudaCodec(config, stream);
+    case CodecId::kDelta:
+      return NewDeltaCudaCodec(config, stream);
+    case CodecId::kTah:
+      return NewTahCudaCodec(config, stream);
+    case CodecId::kCocktail:
+      return NewCocktailCudaCodec(config, stream);
     default:
       return FailedPrecondition(std::string("codec: ") + CodecName(config.codec) +
                                 " has no CUDA kernels (fixpoint, delta, tah and cocktail do); "

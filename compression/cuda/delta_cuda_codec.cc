@@ -138,10 +138,12 @@ Status DeltaCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWri
     const std::string field =
         Indexed("input", i) + " (sample " + std::to_string(header.samples[i].id) + ")";
     if (header.samples[i].kind == DeltaSampleKind::kFull) {
-      return InvalidArgument(field + ": contains NaN, infinity or a magnitude beyond 65504, "
+      return InvalidArgument(field +
+                             ": contains NaN, infinity or a magnitude beyond 65504, "
                              "the fp16 range of the activation cache");
     }
-    return InvalidArgument(field + ": values: contain NaN, infinity or a magnitude beyond 65504 "
+    return InvalidArgument(field +
+                           ": values: contain NaN, infinity or a magnitude beyond 65504 "
                            "(the fp16 range of the activation cache)");
   }
   ErrorSums frame_error{host_sums_[0], host_sums_[1]};
@@ -152,9 +154,8 @@ Status DeltaCudaCodec::Encode(const EncodeInput& in, ByteWriter* params, ByteWri
     const DeltaSampleHeader& s = header.samples[i];
     const uint8_t* section = sections + offsets[i];
     if (s.kind == DeltaSampleKind::kFull) return cache_->StoreHalf(s.id, section);
-    GEOTRAIN_RETURN_IF_ERROR(
-        DecodeFixpointBlockOnDevice(section, layout, config_.bits, &fixpoint_, delta_.data(),
-                                    stream_));
+    GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlockOnDevice(section, layout, config_.bits, &fixpoint_,
+                                                         delta_.data(), stream_));
     return cache_->AccumulateDelta(s.id, delta_.data(), nullptr, in.data + i * n, sums_.data());
   }));
   GEOTRAIN_RETURN_IF_ERROR(ReadFlagsAndSums(0));
@@ -197,9 +198,8 @@ Status DeltaCudaCodec::Decode(const FrameContent& frame, float* out) {
       GEOTRAIN_RETURN_IF_ERROR(
           FloatFromHalfOnDevice(sections + offsets[i], n, out + i * n, flags_.data() + i, stream_));
     } else {
-      GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlockOnDevice(sections + offsets[i], layout,
-                                                           header.bits, &fixpoint_, out + i * n,
-                                                           stream_));
+      GEOTRAIN_RETURN_IF_ERROR(DecodeFixpointBlockOnDevice(
+          sections + offsets[i], layout, header.bits, &fixpoint_, out + i * n, stream_));
     }
   }
   GEOTRAIN_RETURN_IF_ERROR(ReadFlagsAndSums(g.samples));

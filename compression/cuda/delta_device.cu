@@ -89,8 +89,8 @@ unsigned GridFor(int64_t n) { return Blocks(CeilDiv(n, kThreads)); }
 
 }  // namespace
 
-Status HalfFromFloatOnDevice(const float* in, int64_t n, uint8_t* out, uint32_t* flag,
-                             double* sums, Stream stream) {
+Status HalfFromFloatOnDevice(const float* in, int64_t n, uint8_t* out, uint32_t* flag, double* sums,
+                             Stream stream) {
   if (n == 0) return OkStatus();
   HalfFromFloat<<<GridFor(n), kThreads, 0, stream>>>(in, n, out, flag, sums);
   return LastCudaStatus("fp16 conversion kernel");
@@ -113,8 +113,7 @@ Status SubtractHalfOnDevice(const float* a, const uint8_t* m, int64_t n, float* 
 Status AddDeltaToHalfOnDevice(const float* delta, int64_t n, uint8_t* m, float* reconstruction,
                               const float* reference, double* sums, Stream stream) {
   if (n == 0) return OkStatus();
-  AddDeltaToHalf<<<GridFor(n), kThreads, 0, stream>>>(delta, n, m, reconstruction, reference,
-                                                      sums);
+  AddDeltaToHalf<<<GridFor(n), kThreads, 0, stream>>>(delta, n, m, reconstruction, reference, sums);
   return LastCudaStatus("activation cache update kernel");
 }
 

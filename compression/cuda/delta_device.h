@@ -14,8 +14,8 @@ namespace geotrain::compression::cuda {
 
 // out = fp16(in) as byte pairs; flags values that are NaN, infinite or beyond ±65504. Sums
 // Σ(in - float(out))² and Σin².
-Status HalfFromFloatOnDevice(const float* in, int64_t n, uint8_t* out, uint32_t* flag,
-                             double* sums, Stream stream);
+Status HalfFromFloatOnDevice(const float* in, int64_t n, uint8_t* out, uint32_t* flag, double* sums,
+                             Stream stream);
 // out = float(in); flags fp16 infinities and NaNs.
 Status FloatFromHalfOnDevice(const uint8_t* in, int64_t n, float* out, uint32_t* flag,
                              Stream stream);

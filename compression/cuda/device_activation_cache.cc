@@ -42,10 +42,11 @@ Status DeviceActivationCache::ReserveSlot(int64_t slot) {
   DeviceBytes memory;
   const Status s = memory.Reserve(kSlotsPerChunk * slot_bytes_);
   if (!s.ok()) {
-    return ResourceExhausted("max_cache_samples: device memory for the activation cache ran out "
-                             "at " + std::to_string(slot) + " samples of " +
-                             std::to_string(sample_bytes_) +
-                             " bytes; lower max_cache_samples (" + s.message() + ")");
+    return ResourceExhausted(
+        "max_cache_samples: device memory for the activation cache ran out "
+        "at " +
+        std::to_string(slot) + " samples of " + std::to_string(sample_bytes_) +
+        " bytes; lower max_cache_samples (" + s.message() + ")");
   }
   chunks_.push_back(std::move(memory));
   return OkStatus();

@@ -63,7 +63,8 @@ class DeviceActivationCache {
   static constexpr int64_t kSlotsPerChunk = 16;
 
   DeviceActivationCache(ActivationCacheOptions options, Stream stream)
-      : options_(std::move(options)), stream_(stream),
+      : options_(std::move(options)),
+        stream_(stream),
         slots_(options_.max_samples, options_.full_policy) {}
 
   uint8_t* SlotAddress(int64_t slot) const;
@@ -76,8 +77,8 @@ class DeviceActivationCache {
   Stream stream_;
   SampleSlots slots_;
   int64_t rows_ = 0, cols_ = 0;
-  size_t sample_bytes_ = 0;  // 2 * rows * cols
-  size_t slot_bytes_ = 0;    // sample_bytes_ rounded up to 256
+  size_t sample_bytes_ = 0;          // 2 * rows * cols
+  size_t slot_bytes_ = 0;            // sample_bytes_ rounded up to 256
   std::vector<DeviceBytes> chunks_;  // kSlotsPerChunk slots each
   mutable PinnedBytes staging_;
 };

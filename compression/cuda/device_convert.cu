@@ -17,8 +17,8 @@ __global__ void Widen(const uint16_t* in, bool bfloat16, int64_t n, float* out) 
 Status WidenToFloat(const void* in, DType dtype, int64_t n, float* out, Stream stream) {
   if (dtype == DType::kFloat32) return CopyOnDevice(out, in, n * sizeof(float), stream);
   if (n == 0) return OkStatus();
-  Widen<<<Blocks(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(
-      static_cast<const uint16_t*>(in), dtype == DType::kBFloat16, n, out);
+  Widen<<<Blocks(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(static_cast<const uint16_t*>(in),
+                                                               dtype == DType::kBFloat16, n, out);
   return LastCudaStatus("widening to float32");
 }
 

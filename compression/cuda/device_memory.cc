@@ -12,7 +12,8 @@ Status FromCuda(cudaError_t error, const char* what) {
   cudaGetLastError();  // clears a sticky-free error so the next call starts clean
   const std::string message = std::string(what) + ": " + cudaGetErrorString(error);
   if (error == cudaErrorMemoryAllocation) return ResourceExhausted(message);
-  if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver) return Unavailable(message);
+  if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver)
+    return Unavailable(message);
   return Internal(message);
 }
 
@@ -80,8 +81,9 @@ Status PinnedBytes::Reserve(size_t bytes) {
   data_ = nullptr;
   capacity_ = 0;
   void* p = nullptr;
-  GEOTRAIN_RETURN_IF_ERROR(FromCuda(
-      cudaMallocHost(&p, bytes), ("cudaMallocHost of " + std::to_string(bytes) + " bytes").c_str()));
+  GEOTRAIN_RETURN_IF_ERROR(
+      FromCuda(cudaMallocHost(&p, bytes),
+               ("cudaMallocHost of " + std::to_string(bytes) + " bytes").c_str()));
   data_ = static_cast<uint8_t*>(p);
   capacity_ = bytes;
   return OkStatus();

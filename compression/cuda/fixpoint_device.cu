@@ -267,12 +267,11 @@ StatusOr<uint64_t> EncodeFixpointBlockOnDevice(const float* x, const QuantLayout
   const uint64_t size = 1 + scale_bytes + packed_bytes;
   GEOTRAIN_RETURN_IF_ERROR(block->Reserve(size));
   auto* out = static_cast<uint8_t*>(block->data());
-  WriteScales<<<Blocks(CeilDiv(std::max<int64_t>(num_scales, 1), kThreads)), kThreads, 0,
-                stream>>>(ws->amax.data(), num_scales, f, f32_scales, out, ws->mul.data(),
-                          ws->step.data());
+  WriteScales<<<Blocks(CeilDiv(std::max<int64_t>(num_scales, 1), kThreads)), kThreads, 0, stream>>>(
+      ws->amax.data(), num_scales, f, f32_scales, out, ws->mul.data(), ws->step.data());
   if (total > 0) {
-    QuantizeArgs a{g, o.bits, o.rounding == Rounding::kStochastic, o.seed, o.stream, total,
-                   packed_bytes};
+    QuantizeArgs a{g,     o.bits,      o.rounding == Rounding::kStochastic, o.seed, o.stream,
+                   total, packed_bytes};
     QuantizePack<<<Blocks(CeilDiv(CeilDiv(total, 8), kThreads)), kThreads, 0, stream>>>(
         x, a, ws->mul.data(), ws->step.data(), out + 1 + scale_bytes, xhat, ws->sums.data());
   }
@@ -294,8 +293,8 @@ Status DecodeFixpointBlockOnDevice(const uint8_t* block, const QuantLayout& l, i
   const int64_t total = l.rows * l.cols;
   if (total == 0) return OkStatus();
   GEOTRAIN_RETURN_IF_ERROR(ws->step.Reserve(std::max<int64_t>(num_scales, 1)));
-  ReadSteps<<<Blocks(CeilDiv(num_scales, kThreads)), kThreads, 0, stream>>>(block, num_scales,
-                                                                           bits - 1, ws->step.data());
+  ReadSteps<<<Blocks(CeilDiv(num_scales, kThreads)), kThreads, 0, stream>>>(
+      block, num_scales, bits - 1, ws->step.data());
   UnpackDequantize<<<Blocks(CeilDiv(CeilDiv(total, 8), kThreads)), kThreads, 0, stream>>>(
       block, num_scales, GeometryOf(l), bits, total,
       PackedBytes(static_cast<uint64_t>(total), bits), ws->step.data(), out);

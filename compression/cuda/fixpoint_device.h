@@ -14,12 +14,12 @@ namespace geotrain::compression::cuda {
 
 // Scratch one encoder or decoder keeps between calls (grown on demand, never shrunk).
 struct FixpointWorkspace {
-  DeviceArray<float> amax;     // per scale: max |x|
-  DeviceArray<float> mul;      // per scale: 2^f / scale
-  DeviceArray<float> step;     // per scale: scale / 2^f
+  DeviceArray<float> amax;      // per scale: max |x|
+  DeviceArray<float> mul;       // per scale: 2^f / scale
+  DeviceArray<float> step;      // per scale: scale / 2^f
   DeviceArray<uint32_t> flags;  // [0] largest max |x| (float bits), [1] 1 if a value is not finite
-  DeviceArray<double> sums;    // Σ(x - x̂)², Σx²
-  PinnedBytes readback;        // flags and sums, copied back
+  DeviceArray<double> sums;     // Σ(x - x̂)², Σx²
+  PinnedBytes readback;         // flags and sums, copied back
 };
 
 // Encodes the fixpoint block of `x` ([layout.rows, layout.cols] float32 in device memory) into

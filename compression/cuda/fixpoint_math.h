@@ -27,9 +27,12 @@ struct BlockGeometry {
 // Which scale value (row, col) uses.
 GEOTRAIN_HOST_DEVICE inline int64_t ScaleIndex(const BlockGeometry& g, int64_t row, int64_t col) {
   switch (g.mode) {
-    case 0: return col;
-    case 1: return row;
-    default: return row * g.tiles_per_row + col / g.tile;
+    case 0:
+      return col;
+    case 1:
+      return row;
+    default:
+      return row * g.tiles_per_row + col / g.tile;
   }
 }
 

@@ -352,9 +352,8 @@ __device__ inline TileBits BitsOfTile(int64_t k, bool token, int64_t tiles_per_r
   const bool high = TahBit(unit_map, static_cast<uint64_t>(unit));
   TileBits b;
   b.bits = high ? high_bits : low_bits;
-  b.high_before = TahHighTilesBefore(token, k, tiles_per_row,
-                                     TahRank(unit_map, unit_prefix, static_cast<uint64_t>(unit)),
-                                     high);
+  b.high_before = TahHighTilesBefore(
+      token, k, tiles_per_row, TahRank(unit_map, unit_prefix, static_cast<uint64_t>(unit)), high);
   return b;
 }
 
@@ -403,8 +402,8 @@ __global__ void __launch_bounds__(P > 32 ? P : kThreads) QuantizeTiles(QuantizeA
   if (active) {
     LoadValues(a.x + k * a.g + 8 * j, a.aligned, v);
     rotated = TahBit(a.tile_map, static_cast<uint64_t>(k));
-    tb = BitsOfTile(k, a.token, a.tiles_per_row, a.unit_map, a.unit_prefix, a.high_bits,
-                    a.low_bits);
+    tb =
+        BitsOfTile(k, a.token, a.tiles_per_row, a.unit_map, a.unit_prefix, a.high_bits, a.low_bits);
   }
   float lo = 0, hi = 0;
   int pivot = 0;
@@ -480,8 +479,8 @@ __global__ void __launch_bounds__(P > 32 ? P : kThreads) DecodeTiles(DecodeArgs 
   int pivot = 0;
   if (active) {
     rotated = TahBit(a.tile_map, static_cast<uint64_t>(k));
-    const TileBits tb = BitsOfTile(k, a.token, a.tiles_per_row, a.unit_map, a.unit_prefix,
-                                   a.high_bits, a.low_bits);
+    const TileBits tb =
+        BitsOfTile(k, a.token, a.tiles_per_row, a.unit_map, a.unit_prefix, a.high_bits, a.low_bits);
     const TahScale s = TahReadScale(a.scales, k, a.f32);
     uint8_t codes[8];
     TahLoadGroup(a.codes + TahCodeOffset(k, tb.high_before, a.g, a.high_bits, a.low_bits) +
@@ -528,16 +527,33 @@ TileLaunch TileLaunchFor(int64_t tiles) {
 template <class Launch>
 Status ForTileSize(int g, const Launch& launch) {
   switch (g) {
-    case 8: launch.template operator()<1>(); break;
-    case 16: launch.template operator()<2>(); break;
-    case 32: launch.template operator()<4>(); break;
-    case 64: launch.template operator()<8>(); break;
-    case 128: launch.template operator()<16>(); break;
-    case 256: launch.template operator()<32>(); break;
-    case 512: launch.template operator()<64>(); break;
-    case 1024: launch.template operator()<128>(); break;
+    case 8:
+      launch.template operator()<1>();
+      break;
+    case 16:
+      launch.template operator()<2>();
+      break;
+    case 32:
+      launch.template operator()<4>();
+      break;
+    case 64:
+      launch.template operator()<8>();
+      break;
+    case 128:
+      launch.template operator()<16>();
+      break;
+    case 256:
+      launch.template operator()<32>();
+      break;
+    case 512:
+      launch.template operator()<64>();
+      break;
+    case 1024:
+      launch.template operator()<128>();
+      break;
     default:
-      return InvalidArgument("tile_size: " + std::to_string(g) + " is not a power of two in 8..1024");
+      return InvalidArgument("tile_size: " + std::to_string(g) +
+                             " is not a power of two in 8..1024");
   }
   return OkStatus();
 }
@@ -574,9 +590,9 @@ Status ScanBitmap(const uint8_t* map, int64_t bytes, uint32_t* prefix, DeviceByt
                   Stream stream) {
   BytePopcounts<<<Blocks(CeilDiv(bytes + 1, kThreads)), kThreads, 0, stream>>>(map, bytes, prefix);
   size_t temp_bytes = temp->capacity();
-  return CudaCall(cub::DeviceScan::ExclusiveSum(temp->data(), temp_bytes, prefix, prefix,
-                                                bytes + 1, stream),
-                  "tah bitmap scan");
+  return CudaCall(
+      cub::DeviceScan::ExclusiveSum(temp->data(), temp_bytes, prefix, prefix, bytes + 1, stream),
+      "tah bitmap scan");
 }
 
 Status ReserveTileArrays(TahDeviceWorkspace* ws, int64_t tiles, int64_t units, bool token) {
@@ -628,23 +644,23 @@ StatusOr<uint64_t> EncodeTahOnDevice(const float* x, const TahGeometry& geo,
   const int64_t unit_bytes = static_cast<int64_t>(BitmapBytes(units));
   const int64_t tile_bytes = static_cast<int64_t>(BitmapBytes(tiles));
   const uint64_t code_bytes = TahCodeBytes(geo, p.high_bits, p.low_bits, p.high_units);
-  const uint64_t max_payload = unit_bytes + tile_bytes +
-                               PackedFieldBytes(tiles, geo.pivot_bits) + 8 * tiles + code_bytes;
+  const uint64_t max_payload =
+      unit_bytes + tile_bytes + PackedFieldBytes(tiles, geo.pivot_bits) + 8 * tiles + code_bytes;
   GEOTRAIN_RETURN_IF_ERROR(ReserveTileArrays(ws, tiles, units, token));
   GEOTRAIN_RETURN_IF_ERROR(ws->unit_prefix.Reserve(unit_bytes + 1));
   GEOTRAIN_RETURN_IF_ERROR(ws->tile_prefix.Reserve(tile_bytes + 1));
   GEOTRAIN_RETURN_IF_ERROR(ws->payload.Reserve(max_payload));
   GEOTRAIN_RETURN_IF_ERROR(ws->readback.Reserve(64 + 16 * kSumSlots));
   const bool rank_by_sort = high > 0 && low > 0;
-  size_t temp = std::max(ScanTempBytes(unit_bytes + 1, stream),
-                         ScanTempBytes(tile_bytes + 1, stream));
+  size_t temp =
+      std::max(ScanTempBytes(unit_bytes + 1, stream), ScanTempBytes(tile_bytes + 1, stream));
   if (rank_by_sort) {
     size_t sort_bytes = 0;
-    GEOTRAIN_RETURN_IF_ERROR(CudaCall(
-        cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, ws->keys.data(),
-                                        ws->keys_sorted.data(), ws->order.data(),
-                                        ws->order_sorted.data(), units, 0, 32, stream),
-        "tah ranking sort (size)"));
+    GEOTRAIN_RETURN_IF_ERROR(
+        CudaCall(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, ws->keys.data(),
+                                                 ws->keys_sorted.data(), ws->order.data(),
+                                                 ws->order_sorted.data(), units, 0, 32, stream),
+                 "tah ranking sort (size)"));
     temp = std::max(temp, sort_bytes);
   }
   GEOTRAIN_RETURN_IF_ERROR(ws->cub_temp.Reserve(std::max<size_t>(temp, 1)));
@@ -680,11 +696,11 @@ StatusOr<uint64_t> EncodeTahOnDevice(const float* x, const TahGeometry& geo,
   if (rank_by_sort) {
     Iota<<<Blocks(CeilDiv(units, kThreads)), kThreads, 0, stream>>>(ws->order.data(), units);
     size_t temp_bytes = ws->cub_temp.capacity();
-    GEOTRAIN_RETURN_IF_ERROR(CudaCall(
-        cub::DeviceRadixSort::SortPairs(ws->cub_temp.data(), temp_bytes, ws->keys.data(),
-                                        ws->keys_sorted.data(), ws->order.data(),
-                                        ws->order_sorted.data(), units, 0, 32, stream),
-        "tah ranking sort"));
+    GEOTRAIN_RETURN_IF_ERROR(
+        CudaCall(cub::DeviceRadixSort::SortPairs(ws->cub_temp.data(), temp_bytes, ws->keys.data(),
+                                                 ws->keys_sorted.data(), ws->order.data(),
+                                                 ws->order_sorted.data(), units, 0, 32, stream),
+                 "tah ranking sort"));
     MarkHigh<<<Blocks(CeilDiv(units, kThreads)), kThreads, 0, stream>>>(
         ws->order_sorted.data(), units, low, ws->unit_high.data());
   } else {
@@ -793,8 +809,8 @@ Status DecodeTahOnDevice(const TahFrameLayout& l, Span<const uint8_t> payload,
   GEOTRAIN_RETURN_IF_ERROR(ws->payload.Reserve(std::max<size_t>(payload.size(), 1)));
   GEOTRAIN_RETURN_IF_ERROR(ws->unit_prefix.Reserve(unit_bytes + 1));
   GEOTRAIN_RETURN_IF_ERROR(ws->tile_prefix.Reserve(tile_bytes + 1));
-  const size_t temp = std::max(ScanTempBytes(unit_bytes + 1, stream),
-                               ScanTempBytes(tile_bytes + 1, stream));
+  const size_t temp =
+      std::max(ScanTempBytes(unit_bytes + 1, stream), ScanTempBytes(tile_bytes + 1, stream));
   GEOTRAIN_RETURN_IF_ERROR(ws->cub_temp.Reserve(std::max<size_t>(temp, 1)));
   auto* device = static_cast<uint8_t*>(ws->payload.data());
   GEOTRAIN_RETURN_IF_ERROR(CopyToDevice(device, payload.data(), payload.size(), stream));

@@ -71,7 +71,8 @@ class CudaTensorDecoder final : public DeviceTensorDecoder {
         config.codec = content.codec;
         GEOTRAIN_ASSIGN_OR_RETURN(codec, cuda::MakeCudaCodec(config, CurrentStream(device_)));
       }
-      at::Tensor out = at::empty(content.shape, at::TensorOptions().dtype(at::kFloat).device(device_));
+      at::Tensor out =
+          at::empty(content.shape, at::TensorOptions().dtype(at::kFloat).device(device_));
       GEOTRAIN_RETURN_IF_ERROR(
           codec->Decode(content, out.data_ptr<float>())
               .WithContext(std::string("decoding ") + CodecName(content.codec) + " frame"));
@@ -96,7 +97,8 @@ bool DeviceCodecHasKernels(CodecId codec) { return cuda::HasCudaKernels(codec); 
 
 StatusOr<std::unique_ptr<DeviceTensorEncoder>> DeviceTensorEncoder::Create(
     const CodecConfig& config, const at::Device& device) {
-  if (!device.is_cuda()) return InvalidArgument("device: " + device.str() + " is not a CUDA device");
+  if (!device.is_cuda())
+    return InvalidArgument("device: " + device.str() + " is not a CUDA device");
   try {
     c10::cuda::CUDAGuard guard(device);
     GEOTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaCodec> codec,
@@ -109,7 +111,8 @@ StatusOr<std::unique_ptr<DeviceTensorEncoder>> DeviceTensorEncoder::Create(
 
 StatusOr<std::unique_ptr<DeviceTensorDecoder>> DeviceTensorDecoder::Create(
     CodecConfig receiver_config, const at::Device& device) {
-  if (!device.is_cuda()) return InvalidArgument("device: " + device.str() + " is not a CUDA device");
+  if (!device.is_cuda())
+    return InvalidArgument("device: " + device.str() + " is not a CUDA device");
   return std::unique_ptr<DeviceTensorDecoder>(
       new CudaTensorDecoder(std::move(receiver_config), device));
 }

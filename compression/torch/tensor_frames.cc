@@ -4,9 +4,12 @@ namespace geotrain::compression {
 
 StatusOr<DType> DTypeOf(const at::Tensor& tensor) {
   switch (tensor.scalar_type()) {
-    case at::kFloat: return DType::kFloat32;
-    case at::kHalf: return DType::kFloat16;
-    case at::kBFloat16: return DType::kBFloat16;
+    case at::kFloat:
+      return DType::kFloat32;
+    case at::kHalf:
+      return DType::kFloat16;
+    case at::kBFloat16:
+      return DType::kBFloat16;
     default:
       return InvalidArgument(std::string("tensor.dtype: ") + c10::toString(tensor.scalar_type()) +
                              " cannot be encoded (float32, float16 or bfloat16)");
@@ -15,9 +18,12 @@ StatusOr<DType> DTypeOf(const at::Tensor& tensor) {
 
 at::ScalarType ScalarTypeOf(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return at::kFloat;
-    case DType::kFloat16: return at::kHalf;
-    case DType::kBFloat16: return at::kBFloat16;
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kBFloat16:
+      return at::kBFloat16;
   }
   return at::kFloat;
 }
@@ -43,7 +49,8 @@ StatusOr<at::Tensor> DecodeTensor(LinkDecoder& decoder, Span<const uint8_t> fram
   DecodedTensor decoded;
   GEOTRAIN_RETURN_IF_ERROR(decoder.Decode(frame, &decoded));
   try {
-    at::Tensor out = at::empty(decoded.shape, at::TensorOptions().dtype(ScalarTypeOf(decoded.dtype)));
+    at::Tensor out =
+        at::empty(decoded.shape, at::TensorOptions().dtype(ScalarTypeOf(decoded.dtype)));
     ConvertFromFloat(decoded.values.data(), decoded.dtype, out.data_ptr(), decoded.values.size());
     return out;
   } catch (const std::exception& e) {

@@ -78,7 +78,8 @@ void GridCostCache::Recost(size_t a, size_t b) {
   const size_t stage_a = a % s_count, stage_b = b % s_count;
   pipeline_[replica_a] = ReplicaPipelineSeconds(shape_, workers_, links_, grid_,
                                                 static_cast<int>(replica_a), options_);
-  sync_[stage_a] = StageGroupSyncSeconds(shape_, links_, grid_, static_cast<int>(stage_a), options_);
+  sync_[stage_a] =
+      StageGroupSyncSeconds(shape_, links_, grid_, static_cast<int>(stage_a), options_);
   part_evaluations_ += 2;
   if (replica_b != replica_a) {
     pipeline_[replica_b] = ReplicaPipelineSeconds(shape_, workers_, links_, grid_,

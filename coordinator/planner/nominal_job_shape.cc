@@ -11,8 +11,8 @@ double NonNegative(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 }  // namespace
 
 JobShape NominalJobShape(int num_stages, int replicas, int micro_batches, int64_t micro_batch_size,
-                         int64_t seq_length, int64_t hidden_size, int64_t layers, int64_t vocab_size,
-                         double forward_wire_ratio, double backward_wire_ratio,
+                         int64_t seq_length, int64_t hidden_size, int64_t layers,
+                         int64_t vocab_size, double forward_wire_ratio, double backward_wire_ratio,
                          double sync_wire_ratio, double flops_per_second_at_speed_1) {
   JobShape shape;
   shape.num_stages = std::max(num_stages, 1);
@@ -31,8 +31,9 @@ JobShape NominalJobShape(int num_stages, int replicas, int micro_batches, int64_
   const double layer_params = 12.0 * h * h;
   const double embedding_params = vocab * h;
   for (size_t s = 0; s < s_count; ++s) {
-    const int64_t stage_layers = total_layers / shape.num_stages +
-                                 (static_cast<int64_t>(s) < total_layers % shape.num_stages ? 1 : 0);
+    const int64_t stage_layers =
+        total_layers / shape.num_stages +
+        (static_cast<int64_t>(s) < total_layers % shape.num_stages ? 1 : 0);
     // Parameters whose gradients the stage group syncs, and the FLOPs of one micro-batch.
     double params = layer_params * static_cast<double>(stage_layers);
     double compute_params = params;

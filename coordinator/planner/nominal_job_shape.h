@@ -19,8 +19,8 @@ namespace geotrain::planner {
 // scale bytes). Values outside are clamped (counts to 1, ratios and sizes to 0) so the result
 // always passes CheckJobShape.
 JobShape NominalJobShape(int num_stages, int replicas, int micro_batches, int64_t micro_batch_size,
-                         int64_t seq_length, int64_t hidden_size, int64_t layers, int64_t vocab_size,
-                         double forward_wire_ratio, double backward_wire_ratio,
+                         int64_t seq_length, int64_t hidden_size, int64_t layers,
+                         int64_t vocab_size, double forward_wire_ratio, double backward_wire_ratio,
                          double sync_wire_ratio, double flops_per_second_at_speed_1);
 
 }  // namespace geotrain::planner

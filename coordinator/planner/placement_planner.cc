@@ -105,7 +105,8 @@ Grid RegionOrderedReplicas(const JobShape& shape, const std::vector<WorkerInfo>&
   for (size_t r = 0; r < replicas.size(); ++r) replicas[r] = r;
   auto key = [&](size_t r) {
     std::vector<size_t> k;
-    for (size_t s = 0; s < s_count; ++s) k.push_back(static_cast<size_t>(region[grid[r * s_count + s]]));
+    for (size_t s = 0; s < s_count; ++s)
+      k.push_back(static_cast<size_t>(region[grid[r * s_count + s]]));
     k.push_back(grid[r * s_count]);
     return k;
   };
@@ -142,7 +143,8 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
                  std::to_string(ranks) + " ranks (num_stages * replicas)";
     return finish(plan);
   }
-  if (std::string e = CheckPlacementInputs(shape, workers, links, InOrderGrid(shape, workers.size()));
+  if (std::string e =
+          CheckPlacementInputs(shape, workers, links, InOrderGrid(shape, workers.size()));
       !e.empty()) {
     plan.error = e;
     return finish(plan);
@@ -187,7 +189,8 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
   plan.grid = best;
   plan.cost = EstimateStepCost(shape, workers, links, best, options.cost);
   const Grid renumbered = RegionOrderedReplicas(shape, workers, best);
-  const StepCost renumbered_cost = EstimateStepCost(shape, workers, links, renumbered, options.cost);
+  const StepCost renumbered_cost =
+      EstimateStepCost(shape, workers, links, renumbered, options.cost);
   evaluations += 2;
   if (renumbered_cost.step_seconds <= plan.cost.step_seconds) {
     plan.grid = renumbered;

@@ -31,8 +31,8 @@ struct PlannerOptions {
 };
 
 struct Plan {
-  Grid grid;         // S*D ranks -> worker indexes; empty when `error` is set
-  StepCost cost;     // EstimateStepCost of `grid`
+  Grid grid;            // S*D ranks -> worker indexes; empty when `error` is set
+  StepCost cost;        // EstimateStepCost of `grid`
   int evaluations = 0;  // grids costed (a move = one, a full costing = one)
   double seconds = 0;   // wall-clock seconds the planner ran
   std::string start;    // the starting grid the plan descends from ("in-order", ...)

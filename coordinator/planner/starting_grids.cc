@@ -93,7 +93,8 @@ Grid PipelinesInRegions(const JobShape& shape, const std::vector<WorkerInfo>& wo
 double GroupBandwidth(const std::vector<size_t>& a, const std::vector<size_t>& b,
                       const LinkCosts& links, const CostOptions& options) {
   double sum = 0;
-  for (size_t r = 0; r < a.size(); ++r) sum += EffectiveLink(links, a[r], b[r], options).bytes_per_second;
+  for (size_t r = 0; r < a.size(); ++r)
+    sum += EffectiveLink(links, a[r], b[r], options).bytes_per_second;
   return sum / static_cast<double>(a.size());
 }
 

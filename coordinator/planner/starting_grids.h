@@ -12,7 +12,8 @@
 namespace geotrain::planner {
 
 struct StartingGrid {
-  std::string name;  // "in-order", "fastest-in-order", "pipelines-in-regions", "stage-groups-in-regions"
+  std::string
+      name;  // "in-order", "fastest-in-order", "pipelines-in-regions", "stage-groups-in-regions"
   Grid grid;
 };
 

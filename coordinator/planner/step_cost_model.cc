@@ -51,12 +51,11 @@ std::string CheckJobShape(const JobShape& shape) {
     return "micro_batches: " + std::to_string(shape.micro_batches) + " is < 1";
   }
   const size_t s = static_cast<size_t>(shape.num_stages);
-  for (const std::string& e :
-       {CheckVector(shape.forward_seconds, s, "forward_seconds"),
-        CheckVector(shape.backward_seconds, s, "backward_seconds"),
-        CheckVector(shape.activation_bytes, s - 1, "activation_bytes"),
-        CheckVector(shape.gradient_bytes, s - 1, "gradient_bytes"),
-        CheckVector(shape.sync_bytes, s, "sync_bytes")}) {
+  for (const std::string& e : {CheckVector(shape.forward_seconds, s, "forward_seconds"),
+                               CheckVector(shape.backward_seconds, s, "backward_seconds"),
+                               CheckVector(shape.activation_bytes, s - 1, "activation_bytes"),
+                               CheckVector(shape.gradient_bytes, s - 1, "gradient_bytes"),
+                               CheckVector(shape.sync_bytes, s, "sync_bytes")}) {
     if (!e.empty()) return e;
   }
   return "";
@@ -77,8 +76,8 @@ std::string CheckPlacementInputs(const JobShape& shape, const std::vector<Worker
   }
   const size_t ranks = static_cast<size_t>(shape.num_stages) * shape.replicas;
   if (grid.size() != ranks) {
-    return "grid: has " + std::to_string(grid.size()) + " ranks, expected num_stages * replicas = " +
-           std::to_string(ranks);
+    return "grid: has " + std::to_string(grid.size()) +
+           " ranks, expected num_stages * replicas = " + std::to_string(ranks);
   }
   std::vector<int> owner(workers.size(), -1);
   for (size_t r = 0; r < grid.size(); ++r) {

@@ -50,8 +50,10 @@ struct JobShape {
   int micro_batches = 1;
   std::vector<double> forward_seconds;   // per stage: one micro-batch's forward at speed 1
   std::vector<double> backward_seconds;  // per stage: its backward at speed 1
-  std::vector<double> activation_bytes;  // per boundary s -> s+1 (size S-1): wire bytes per micro-batch
-  std::vector<double> gradient_bytes;    // per boundary s+1 -> s (size S-1): wire bytes per micro-batch
+  std::vector<double>
+      activation_bytes;  // per boundary s -> s+1 (size S-1): wire bytes per micro-batch
+  std::vector<double>
+      gradient_bytes;  // per boundary s+1 -> s (size S-1): wire bytes per micro-batch
   // Per stage: wire bytes of the gradient buffer the stage group ring-all-reduces once a step
   // (each replica sends 2(D-1)/D of it).
   std::vector<double> sync_bytes;

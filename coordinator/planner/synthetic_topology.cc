@@ -8,8 +8,8 @@ namespace geotrain::planner {
 namespace {
 
 constexpr double kGbit = 1e9 / 8;  // bytes per second in one Gbit/s
-constexpr const char* kRegionNames[] = {"us-east", "eu-west",      "ap-northeast", "us-west",
-                                        "eu-central", "ap-southeast", "sa-east",   "af-south"};
+constexpr const char* kRegionNames[] = {"us-east",    "eu-west",      "ap-northeast", "us-west",
+                                        "eu-central", "ap-southeast", "sa-east",      "af-south"};
 
 std::string RegionName(int i) {
   constexpr int kNamed = sizeof(kRegionNames) / sizeof(kRegionNames[0]);
@@ -45,8 +45,8 @@ SyntheticTopology MakeSyntheticTopology(const SyntheticTopologySpec& spec) {
   SyntheticTopology topo;
   topo.name = spec.name;
   const size_t n = spec.workers;
-  const int regions = static_cast<int>(std::clamp<size_t>(spec.regions < 1 ? 1 : spec.regions, 1,
-                                                          std::max<size_t>(n, 1)));
+  const int regions = static_cast<int>(
+      std::clamp<size_t>(spec.regions < 1 ? 1 : spec.regions, 1, std::max<size_t>(n, 1)));
   topo.regions = n == 0 ? 0 : regions;
   topo.links = LinkCosts(n);
   if (n == 0) return topo;

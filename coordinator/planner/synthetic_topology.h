@@ -24,8 +24,8 @@ namespace geotrain::planner {
 struct SyntheticTopologySpec {
   std::string name;
   size_t workers = 8;
-  int regions = 4;       // clamped to [1, workers]
-  bool skewed = false;   // half the inter-region pairs at 0.3 Gbit/s
+  int regions = 4;      // clamped to [1, workers]
+  bool skewed = false;  // half the inter-region pairs at 0.3 Gbit/s
   uint64_t seed = 1;
 };
 

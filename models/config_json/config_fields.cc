@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "models/model_config.h"
 #include "common/io/strict_json.h"
+#include "models/model_config.h"
 
 namespace geotrain::models {
 

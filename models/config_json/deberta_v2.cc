@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "common/io/strict_json.h"
 #include "models/config_json/families.h"
 #include "models/config_json/shared_keys.h"
-#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
@@ -15,8 +15,8 @@ namespace {
 using json = nlohmann::json;
 
 // type_vocab_size defaults to 0 here: DeBERTa-v3 has no segment embeddings.
-constexpr SharedKeys kDebertaV2Keys = {"intermediate_size", 512, 0, "layer_norm_eps", 1e-7,
-                                       std::nullopt, "gelu"};
+constexpr SharedKeys kDebertaV2Keys = {"intermediate_size", 512,   0, "layer_norm_eps", 1e-7,
+                                       std::nullopt,        "gelu"};
 
 // A DeBERTa option that transformers reads as a "|"-separated string (lower-cased, each entry
 // stripped) or, for pos_att_type, also as a list of strings taken as they are.
@@ -39,8 +39,8 @@ StatusOr<std::vector<std::string>> ParseDebertaList(const ConfigFields& fields,
     return entries;
   }
   if (!value.is_string()) {
-    return fields.Error(field, "expected a string or a list of strings, got " +
-                                   io::JsonKindName(value));
+    return fields.Error(field,
+                        "expected a string or a list of strings, got " + io::JsonKindName(value));
   }
   std::string text = value.get<std::string>();
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -88,8 +88,8 @@ Status ParseRelativeAttention(const ConfigFields& fields, ModelConfig* config) {
     // make_log_bucket_position divides by position_buckets / 2 and by
     // log((max_relative_positions - 1) / (position_buckets / 2)): both must be positive.
     if (config->position_buckets < 2) {
-      return fields.Error("position_buckets", std::to_string(buckets) +
-                                                  " is not supported (log buckets need >= 2)");
+      return fields.Error("position_buckets",
+                          std::to_string(buckets) + " is not supported (log buckets need >= 2)");
     }
     if (config->max_relative_positions - 1 <= config->position_buckets / 2) {
       return fields.Error("max_relative_positions",
@@ -107,8 +107,7 @@ Status ParseRelativeAttention(const ConfigFields& fields, ModelConfig* config) {
     if (norm == "layer_norm") {
       config->norm_relative_embeddings = true;
     } else if (norm != "none") {
-      return fields.Error("norm_rel_ebd",
-                          "\"" + norm + "\" is not supported (layer_norm, none)");
+      return fields.Error("norm_rel_ebd", "\"" + norm + "\" is not supported (layer_norm, none)");
     }
   }
   // transformers creates deberta.encoder.LayerNorm for norm_rel_ebd even without relative
@@ -129,14 +128,14 @@ Status ParseConvolution(const ConfigFields& fields, ModelConfig* config) {
   // Conv1d's padding (kernel - 1) / 2 keeps the sequence length only for an odd kernel
   // (transformers fails on an even one).
   if (conv_kernel % 2 == 0 || static_cast<uint64_t>(conv_kernel) > kMaxModelDimension) {
-    return fields.Error("conv_kernel_size", std::to_string(conv_kernel) +
-                                                " is not supported (only odd sizes)");
+    return fields.Error("conv_kernel_size",
+                        std::to_string(conv_kernel) + " is not supported (only odd sizes)");
   }
   config->conv_kernel_size = conv_kernel;
   GEOTRAIN_ASSIGN_OR_RETURN(config->conv_groups,
                             fields.OptionalSize("conv_groups", 1, kMaxModelDimension));
-  GEOTRAIN_RETURN_IF_ERROR(fields.RequireDivides("conv_groups", config->conv_groups,
-                                                 "hidden_size", config->hidden_size));
+  GEOTRAIN_RETURN_IF_ERROR(fields.RequireDivides("conv_groups", config->conv_groups, "hidden_size",
+                                                 config->hidden_size));
   GEOTRAIN_ASSIGN_OR_RETURN(config->conv_activation, ParseActivation(fields, "conv_act", "tanh"));
   return OkStatus();
 }
@@ -148,8 +147,8 @@ Status RequireSize(const ConfigFields& fields, const std::string& field, int64_t
   GEOTRAIN_ASSIGN_OR_RETURN(int64_t size,
                             fields.OptionalSize(field, supported, kMaxModelDimension));
   if (size != supported) {
-    return fields.Error(field, std::to_string(size) + " is not supported (only " +
-                                   supported_name + std::to_string(supported) + ")");
+    return fields.Error(field, std::to_string(size) + " is not supported (only " + supported_name +
+                                   std::to_string(supported) + ")");
   }
   return OkStatus();
 }

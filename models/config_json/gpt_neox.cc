@@ -7,8 +7,8 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr SharedKeys kGptNeoXKeys = {"intermediate_size", 2048, std::nullopt, "layer_norm_eps",
-                                     1e-5, false, "gelu"};
+constexpr SharedKeys kGptNeoXKeys = {
+    "intermediate_size", 2048, std::nullopt, "layer_norm_eps", 1e-5, false, "gelu"};
 
 Status ParseGptNeoX(const ConfigFields& fields, ModelConfig* config) {
   GEOTRAIN_RETURN_IF_ERROR(ParseMultiHeadSizes(fields, kGptNeoXKeys, config));

@@ -1,17 +1,17 @@
 // Llama (LlamaConfig) and Qwen2 (Qwen2Config): RoPE, grouped-query attention, SwiGLU.
+#include "common/io/strict_json.h"
 #include "models/config_json/families.h"
 #include "models/config_json/shared_keys.h"
-#include "common/io/strict_json.h"
 
 namespace geotrain::models {
 namespace {
 
 using json = nlohmann::json;
 
-constexpr SharedKeys kLlamaKeys = {"intermediate_size", 2048, std::nullopt, "rms_norm_eps", 1e-6,
-                                   false, nullptr};
-constexpr SharedKeys kQwen2Keys = {"intermediate_size", 32768, std::nullopt, "rms_norm_eps", 1e-6,
-                                   false, nullptr};
+constexpr SharedKeys kLlamaKeys = {
+    "intermediate_size", 2048, std::nullopt, "rms_norm_eps", 1e-6, false, nullptr};
+constexpr SharedKeys kQwen2Keys = {
+    "intermediate_size", 32768, std::nullopt, "rms_norm_eps", 1e-6, false, nullptr};
 
 const SharedKeys& KeysOf(const ModelConfig& config) {
   return config.family == ModelFamily::kQwen2 ? kQwen2Keys : kLlamaKeys;

@@ -76,8 +76,8 @@ StatusOr<Activation> ParseActivation(const ConfigFields& fields, const std::stri
   if (name == "gelu_new" || name == "gelu_pytorch_tanh") return Activation::kGeluTanh;
   if (name == "gelu") return Activation::kGelu;
   if (name == "relu") return Activation::kRelu;
-  return fields.Error(field, "\"" + name +
-                                 "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)");
+  return fields.Error(
+      field, "\"" + name + "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)");
 }
 
 Status ParseRope(const ConfigFields& fields, ModelConfig* config, double* partial_rotary_factor) {
@@ -113,8 +113,8 @@ Status ParseRope(const ConfigFields& fields, ModelConfig* config, double* partia
 Status CheckRotaryDim(const ConfigFields& fields, const std::string& field, int64_t dim,
                       int64_t head_dim) {
   if (dim < 2 || dim > head_dim || dim % 2 != 0) {
-    return fields.Error(field, "rotates " + std::to_string(dim) +
-                                   " dimensions of a head of " + std::to_string(head_dim) +
+    return fields.Error(field, "rotates " + std::to_string(dim) + " dimensions of a head of " +
+                                   std::to_string(head_dim) +
                                    "; it must be even and in [2, head size]");
   }
   return OkStatus();
@@ -127,14 +127,14 @@ Status ParseClassifierHead(const ConfigFields& fields, ModelConfig* config) {
   int64_t from_id2label = 0;
   if (fields.Has("id2label")) {
     if (!fields["id2label"].is_object()) {
-      return fields.Error("id2label", "expected an object, got " +
-                                          io::JsonKindName(fields["id2label"]));
+      return fields.Error("id2label",
+                          "expected an object, got " + io::JsonKindName(fields["id2label"]));
     }
     from_id2label = static_cast<int64_t>(fields["id2label"].size());
   }
-  GEOTRAIN_ASSIGN_OR_RETURN(config->num_labels,
-                            fields.OptionalSize("num_labels", from_id2label > 0 ? from_id2label : 2,
-                                                kMaxModelDimension));
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      config->num_labels,
+      fields.OptionalSize("num_labels", from_id2label > 0 ? from_id2label : 2, kMaxModelDimension));
   if (from_id2label > 0 && from_id2label != config->num_labels) {
     return fields.Error("num_labels", std::to_string(config->num_labels) + " disagrees with the " +
                                           std::to_string(from_id2label) + " entries of id2label");

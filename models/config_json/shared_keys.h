@@ -41,8 +41,7 @@ Status ParseStandardSizes(const ConfigFields& fields, const SharedKeys& keys, Mo
 // ParseStandardSizes for a model with plain multi-head attention (every head its own keys and
 // values, heads of hidden_size / num_attention_heads, refused when that does not divide) whose
 // embeddings are hidden_size wide unless the caller reads otherwise.
-Status ParseMultiHeadSizes(const ConfigFields& fields, const SharedKeys& keys,
-                           ModelConfig* config);
+Status ParseMultiHeadSizes(const ConfigFields& fields, const SharedKeys& keys, ModelConfig* config);
 // The keys after the sizes: max_position_embeddings, type_vocab_size, the norm epsilon,
 // tie_word_embeddings and hidden_act, those `keys` names.
 Status ParseSharedKeys(const ConfigFields& fields, const SharedKeys& keys, ModelConfig* config);

@@ -61,8 +61,8 @@ uint64_t BatchIterator::RankOffset(uint64_t index) const {
 }
 
 Status BatchIterator::BuildOrder(uint64_t epoch) {
-  GEOTRAIN_ASSIGN_OR_RETURN(order_, BuildEpochOrder(mixture_, options_.seed,
-                                                    options_.stable_shards ? 0 : epoch));
+  GEOTRAIN_ASSIGN_OR_RETURN(
+      order_, BuildEpochOrder(mixture_, options_.seed, options_.stable_shards ? 0 : epoch));
   if (options_.stable_shards) {
     // This rank's share of epoch 0, in its epoch-0 order, then reshuffled for later epochs.
     const uint64_t batch_size = static_cast<uint64_t>(options_.batch_size);
@@ -90,8 +90,8 @@ StatusOr<Batch> BatchIterator::Next() {
   }
   const uint64_t batch_size = static_cast<uint64_t>(options_.batch_size);
   const uint64_t seq_length = static_cast<uint64_t>(dataset_->seq_length());
-  const uint64_t first = options_.stable_shards ? position_.index * batch_size
-                                                : RankOffset(position_.index);
+  const uint64_t first =
+      options_.stable_shards ? position_.index * batch_size : RankOffset(position_.index);
   Batch batch;
   batch.epoch = position_.epoch;
   batch.index = position_.index;

@@ -8,9 +8,9 @@
 #include <map>
 #include <string_view>
 
-#include "models/data/sample_id.h"
 #include "common/io/file_contents.h"
 #include "common/io/strict_json.h"
+#include "models/data/sample_id.h"
 
 namespace geotrain::models::data {
 namespace {
@@ -81,9 +81,9 @@ class ExampleReader {
                             : "not one of data.labels"));
     }
     if (value >= options_.num_labels) {
-      return Error(line, field, std::to_string(value) + " is outside [0, " +
-                                    std::to_string(options_.num_labels) +
-                                    ") (the model's num_labels)");
+      return Error(line, field,
+                   std::to_string(value) + " is outside [0, " +
+                       std::to_string(options_.num_labels) + ") (the model's num_labels)");
     }
     return static_cast<int32_t>(value);
   }
@@ -142,9 +142,9 @@ class ExampleReader {
     for (size_t i = 0; i < 3; ++i) {
       if (columns_[i] < 0) continue;
       if (static_cast<size_t>(columns_[i]) >= cells.size()) {
-        return Error(line, fields[i], std::string("the row has ") + std::to_string(cells.size()) +
-                                          " columns, the " + names[i] + " is in column " +
-                                          std::to_string(columns_[i]));
+        return Error(line, fields[i],
+                     std::string("the row has ") + std::to_string(cells.size()) + " columns, the " +
+                         names[i] + " is in column " + std::to_string(columns_[i]));
       }
       values[i] = cells[static_cast<size_t>(columns_[i])];
     }
@@ -199,8 +199,8 @@ StatusOr<std::vector<RawExample>> ReadExamples(const ClassificationOptions& opti
       header_read = true;
       continue;
     }
-    StatusOr<RawExample> example = tsv ? reader.FromTsv(line, SplitTabs(row))
-                                       : reader.FromJson(line, row);
+    StatusOr<RawExample> example =
+        tsv ? reader.FromTsv(line, SplitTabs(row)) : reader.FromJson(line, row);
     if (!example.ok()) return example.status();
     examples.push_back(std::move(example).value());
   }
@@ -222,9 +222,8 @@ StatusOr<std::unique_ptr<ClassificationSet>> OpenClassificationSet(
     const ClassificationOptions& options, const Tokenizer& tokenizer) {
   if (options.seq_length < 3 || options.num_labels < 2 || options.text_field.empty() ||
       options.label_field.empty()) {
-    return InvalidArgument("classification data: seq_length " +
-                           std::to_string(options.seq_length) + " (>= 3), num_labels " +
-                           std::to_string(options.num_labels) +
+    return InvalidArgument("classification data: seq_length " + std::to_string(options.seq_length) +
+                           " (>= 3), num_labels " + std::to_string(options.num_labels) +
                            " (>= 2) and the text and label fields are needed");
   }
   if (!options.label_names.empty() &&

@@ -26,8 +26,8 @@
 
 #include "common/span.h"
 #include "common/status.h"
-#include "models/data/dataset.h"
 #include "common/weighted_source_list.h"
+#include "models/data/dataset.h"
 #include "models/tokenizer/tokenizer.h"
 
 namespace geotrain::models::data {

@@ -57,9 +57,9 @@ StatusOr<std::unique_ptr<Dataset>> DatasetOfRows(
     int64_t seq_length) {
   if (seq_length <= 0 || sources.empty() || sources.size() != weights.size() ||
       sources.size() > kMaxSourcesPerDataset) {
-    return InvalidArgument("dataset of rows: " + std::to_string(sources.size()) +
-                           " sources, " + std::to_string(weights.size()) +
-                           " weights, seq_length " + std::to_string(seq_length));
+    return InvalidArgument("dataset of rows: " + std::to_string(sources.size()) + " sources, " +
+                           std::to_string(weights.size()) + " weights, seq_length " +
+                           std::to_string(seq_length));
   }
   double total = 0;
   for (double w : weights) total += w;

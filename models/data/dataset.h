@@ -18,8 +18,8 @@
 
 #include "common/span.h"
 #include "common/status.h"
-#include "models/data/tokenized_source.h"
 #include "common/weighted_source_list.h"
+#include "models/data/tokenized_source.h"
 #include "models/tokenizer/tokenizer.h"
 
 namespace geotrain::models::data {

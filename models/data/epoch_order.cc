@@ -20,7 +20,6 @@ uint64_t UniformBelow(SplitMix64* random, uint64_t bound) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(random->Next()) * bound) >> 64);
 }
 
-
 // Block indexes of pass `pass` over a source of `block_count` blocks.
 std::vector<uint64_t> PassPermutation(uint64_t block_count, uint64_t seed, uint64_t source,
                                       uint64_t pass) {

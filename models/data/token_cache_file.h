@@ -24,9 +24,9 @@
 #include <memory>
 #include <string>
 
+#include "common/io/mapped_file.h"
 #include "common/span.h"
 #include "common/status.h"
-#include "common/io/mapped_file.h"
 
 namespace geotrain::models::data {
 

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <string_view>
 
+#include "common/io/mapped_file.h"
 #include "models/data/content_fingerprint.h"
 #include "models/data/source_documents.h"
-#include "common/io/mapped_file.h"
 
 namespace geotrain::models::data {
 namespace {

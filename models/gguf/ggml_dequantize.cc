@@ -16,7 +16,8 @@ float LoadHalf(const uint8_t* p) { return HalfToFloat(static_cast<uint16_t>(p[0]
 void DequantizeQ8_0(const uint8_t* in, size_t blocks, float* out) {
   for (size_t b = 0; b < blocks; ++b, in += 34, out += kBlock) {
     const float d = LoadHalf(in);
-    for (size_t i = 0; i < kBlock; ++i) out[i] = static_cast<float>(static_cast<int8_t>(in[2 + i])) * d;
+    for (size_t i = 0; i < kBlock; ++i)
+      out[i] = static_cast<float>(static_cast<int8_t>(in[2 + i])) * d;
   }
 }
 

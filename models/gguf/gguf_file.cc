@@ -115,14 +115,22 @@ class GgufParser {
   // Appends one element of scalar type `type` to `value`.
   Status ReadElement(GgufValueType type, GgufValue* value, const std::string& field) {
     switch (type) {
-      case GgufValueType::kUint8: return ReadInteger<uint8_t>(value, field);
-      case GgufValueType::kInt8: return ReadInteger<int8_t>(value, field);
-      case GgufValueType::kUint16: return ReadInteger<uint16_t>(value, field);
-      case GgufValueType::kInt16: return ReadInteger<int16_t>(value, field);
-      case GgufValueType::kUint32: return ReadInteger<uint32_t>(value, field);
-      case GgufValueType::kInt32: return ReadInteger<int32_t>(value, field);
-      case GgufValueType::kUint64: return ReadInteger<uint64_t>(value, field);
-      case GgufValueType::kInt64: return ReadInteger<int64_t>(value, field);
+      case GgufValueType::kUint8:
+        return ReadInteger<uint8_t>(value, field);
+      case GgufValueType::kInt8:
+        return ReadInteger<int8_t>(value, field);
+      case GgufValueType::kUint16:
+        return ReadInteger<uint16_t>(value, field);
+      case GgufValueType::kInt16:
+        return ReadInteger<int16_t>(value, field);
+      case GgufValueType::kUint32:
+        return ReadInteger<uint32_t>(value, field);
+      case GgufValueType::kInt32:
+        return ReadInteger<int32_t>(value, field);
+      case GgufValueType::kUint64:
+        return ReadInteger<uint64_t>(value, field);
+      case GgufValueType::kInt64:
+        return ReadInteger<int64_t>(value, field);
       case GgufValueType::kBool: {
         uint8_t b = 0;
         GEOTRAIN_RETURN_IF_ERROR(Read(&b, field));
@@ -166,11 +174,19 @@ class GgufParser {
 
   static uint64_t MinElementBytes(GgufValueType type) {
     switch (type) {
-      case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-      case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-      case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32:
+      case GgufValueType::kUint8:
+      case GgufValueType::kInt8:
+      case GgufValueType::kBool:
+        return 1;
+      case GgufValueType::kUint16:
+      case GgufValueType::kInt16:
+        return 2;
+      case GgufValueType::kUint32:
+      case GgufValueType::kInt32:
+      case GgufValueType::kFloat32:
         return 4;
-      default: return 8;  // 64-bit scalars; a string's length prefix
+      default:
+        return 8;  // 64-bit scalars; a string's length prefix
     }
   }
 

@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "common/io/mapped_file.h"
 #include "common/span.h"
 #include "common/status.h"
 #include "models/gguf/ggml_type.h"
 #include "models/gguf/gguf_value.h"
-#include "common/io/mapped_file.h"
 
 namespace geotrain::models {
 
@@ -36,7 +36,7 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> ne;  // GGUF/ggml order: ne[0] is the fastest-moving dimension
   GgmlType type = GgmlType::kF32;
-  uint64_t offset = 0;      // from the start of the data section
+  uint64_t offset = 0;  // from the start of the data section
   uint64_t num_bytes = 0;
 
   int64_t NumElements() const;

@@ -72,7 +72,8 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -94,8 +95,8 @@ StatusOr<std::vector<float>> UnpermuteRotaryRows(Span<const float> values, int64
   if (n_head <= 0 || rows % n_head != 0 || (rows / n_head) % 2 != 0 ||
       values.size() != static_cast<size_t>(rows * cols)) {
     return InvalidArgument("cannot undo the rotary permutation of a [" + std::to_string(rows) +
-                           ", " + std::to_string(cols) + "] matrix over " +
-                           std::to_string(n_head) + " heads");
+                           ", " + std::to_string(cols) + "] matrix over " + std::to_string(n_head) +
+                           " heads");
   }
   const int64_t head_dim = rows / n_head;
   const int64_t half = head_dim / 2;
@@ -112,8 +113,7 @@ StatusOr<std::vector<float>> UnpermuteRotaryRows(Span<const float> values, int64
 }
 
 StatusOr<ModelConfig> GgufLlamaConfig(const GgufFile& file) {
-  GEOTRAIN_ASSIGN_OR_RETURN(const GgufValue* arch_value,
-                            file.GetMetadata("general.architecture"));
+  GEOTRAIN_ASSIGN_OR_RETURN(const GgufValue* arch_value, file.GetMetadata("general.architecture"));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string arch, arch_value->String("general.architecture"));
   if (arch != "llama") {
     return InvalidArgument(file.path() + ": general.architecture: " + arch +
@@ -122,9 +122,9 @@ StatusOr<ModelConfig> GgufLlamaConfig(const GgufFile& file) {
   if (const GgufValue* scaling = file.FindMetadata("llama.rope.scaling.type")) {
     auto type = scaling->String("llama.rope.scaling.type");
     if (!type.ok() || *type != "none") {
-      return InvalidArgument(file.path() + ": llama.rope.scaling.type: " +
-                             (type.ok() ? *type : scaling->TypeName()) +
-                             " is not supported (geotrain implements plain RoPE)");
+      return InvalidArgument(
+          file.path() + ": llama.rope.scaling.type: " + (type.ok() ? *type : scaling->TypeName()) +
+          " is not supported (geotrain implements plain RoPE)");
     }
   }
   ModelConfig config;
@@ -135,8 +135,7 @@ StatusOr<ModelConfig> GgufLlamaConfig(const GgufFile& file) {
   GEOTRAIN_ASSIGN_OR_RETURN(config.num_heads, GetInt(file, "llama.attention.head_count"));
   config.num_kv_heads = config.num_heads;  // llama.cpp's default when the key is absent
   if (file.FindMetadata("llama.attention.head_count_kv") != nullptr) {
-    GEOTRAIN_ASSIGN_OR_RETURN(config.num_kv_heads,
-                              GetInt(file, "llama.attention.head_count_kv"));
+    GEOTRAIN_ASSIGN_OR_RETURN(config.num_kv_heads, GetInt(file, "llama.attention.head_count_kv"));
   }
   GEOTRAIN_ASSIGN_OR_RETURN(config.norm_eps,
                             GetDouble(file, "llama.attention.layer_norm_rms_epsilon"));
@@ -145,9 +144,9 @@ StatusOr<ModelConfig> GgufLlamaConfig(const GgufFile& file) {
   }
   GEOTRAIN_ASSIGN_OR_RETURN(config.max_positions, GetInt(file, "llama.context_length"));
   if (config.num_heads <= 0 || config.hidden_size % config.num_heads != 0) {
-    return InvalidArgument(file.path() + ": llama.attention.head_count: " +
-                           std::to_string(config.num_heads) + " does not divide " +
-                           "llama.embedding_length " + std::to_string(config.hidden_size));
+    return InvalidArgument(
+        file.path() + ": llama.attention.head_count: " + std::to_string(config.num_heads) +
+        " does not divide " + "llama.embedding_length " + std::to_string(config.hidden_size));
   }
   config.head_dim = config.hidden_size / config.num_heads;
   if (file.FindMetadata("llama.attention.key_length") != nullptr) {
@@ -157,9 +156,9 @@ StatusOr<ModelConfig> GgufLlamaConfig(const GgufFile& file) {
     GEOTRAIN_ASSIGN_OR_RETURN(const int64_t rotary_dims,
                               GetInt(file, "llama.rope.dimension_count"));
     if (rotary_dims != config.head_dim) {
-      return InvalidArgument(file.path() + ": llama.rope.dimension_count: " +
-                             std::to_string(rotary_dims) + " differs from the head size " +
-                             std::to_string(config.head_dim) +
+      return InvalidArgument(file.path() +
+                             ": llama.rope.dimension_count: " + std::to_string(rotary_dims) +
+                             " differs from the head size " + std::to_string(config.head_dim) +
                              " (partial rotary embeddings are not supported)");
     }
   }
@@ -202,9 +201,9 @@ Status ImportGgufModel(const std::string& gguf_path, const std::string& out_dir)
     const bool is_q = EndsWith(tensor.name, ".attn_q.weight");
     const bool is_k = EndsWith(tensor.name, ".attn_k.weight");
     if (is_q || is_k) {
-      GEOTRAIN_ASSIGN_OR_RETURN(
-          data, UnpermuteRotaryRows(Span<const float>(data), shape[0], shape[1],
-                                    is_q ? config.num_heads : config.num_kv_heads));
+      GEOTRAIN_ASSIGN_OR_RETURN(data,
+                                UnpermuteRotaryRows(Span<const float>(data), shape[0], shape[1],
+                                                    is_q ? config.num_heads : config.num_kv_heads));
     }
     std::vector<float>& stored = values[*hf_name] = std::move(data);
     GEOTRAIN_RETURN_IF_ERROR(
@@ -212,8 +211,8 @@ Status ImportGgufModel(const std::string& gguf_path, const std::string& out_dir)
     expected.erase(spec);
   }
   if (!expected.empty()) {
-    return InvalidArgument(gguf_path + ": tensor for " + expected.begin()->first +
-                           " is missing (" + std::to_string(expected.size()) + " missing)");
+    return InvalidArgument(gguf_path + ": tensor for " + expected.begin()->first + " is missing (" +
+                           std::to_string(expected.size()) + " missing)");
   }
   GEOTRAIN_RETURN_IF_ERROR(MakeDirectory(out_dir));
   GEOTRAIN_RETURN_IF_ERROR(writer.Write(out_dir + "/model.safetensors"));

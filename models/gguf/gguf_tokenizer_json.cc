@@ -13,7 +13,9 @@ constexpr int64_t kControlToken = 3;
 constexpr int64_t kUserDefinedToken = 4;
 
 json ByteLevelPreTokenizer() {
-  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+  return {{"type", "ByteLevel"},
+          {"add_prefix_space", false},
+          {"trim_offsets", true},
           {"use_regex", true}};
 }
 
@@ -24,10 +26,10 @@ StatusOr<json> PreTokenizerFor(const GgufFile& file) {
   }
   if (pre == "gpt-2") return ByteLevelPreTokenizer();
   if (pre == "smollm") {
-    return json{{"type", "Sequence"},
-                {"pretokenizers",
-                 json::array({json{{"type", "Digits"}, {"individual_digits", true}},
-                              ByteLevelPreTokenizer()})}};
+    return json{
+        {"type", "Sequence"},
+        {"pretokenizers", json::array({json{{"type", "Digits"}, {"individual_digits", true}},
+                                       ByteLevelPreTokenizer()})}};
   }
   return InvalidArgument(file.path() + ": tokenizer.ggml.pre: " + pre +
                          " is not supported (known: gpt-2, smollm)");
@@ -53,8 +55,8 @@ StatusOr<std::string> GgufTokenizerToJson(const GgufFile& file) {
                            merges->TypeName());
   }
   const GgufValue* types = file.FindMetadata("tokenizer.ggml.token_type");
-  if (types != nullptr && (!types->is_array || !IsGgufIntegerType(types->type) ||
-                           types->size() != tokens->size())) {
+  if (types != nullptr &&
+      (!types->is_array || !IsGgufIntegerType(types->type) || types->size() != tokens->size())) {
     return InvalidArgument(file.path() + ": tokenizer.ggml.token_type: expected " +
                            std::to_string(tokens->size()) + " integers, got " +
                            std::to_string(types->size()) + " " + types->TypeName());
@@ -71,8 +73,12 @@ StatusOr<std::string> GgufTokenizerToJson(const GgufFile& file) {
     }
     const int64_t type = types ? static_cast<int64_t>(types->integers[id]) : 1;
     if (type == kControlToken || type == kUserDefinedToken) {
-      added.push_back({{"id", id}, {"content", token}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", false},
+      added.push_back({{"id", id},
+                       {"content", token},
+                       {"single_word", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"normalized", false},
                        {"special", type == kControlToken}});
     }
   }
@@ -86,10 +92,16 @@ StatusOr<std::string> GgufTokenizerToJson(const GgufFile& file) {
       {"post_processor", nullptr},
       {"decoder", ByteLevelPreTokenizer()},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-        {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-        {"vocab", std::move(vocab)}, {"merges", merges->strings}}},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", std::move(vocab)},
+        {"merges", merges->strings}}},
   };
   // Byte-level BPE tokens are valid UTF-8 by construction; a hostile file's stray bytes make
   // dump throw, which is reported rather than silently replaced (it would change the token).

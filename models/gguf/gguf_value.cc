@@ -7,28 +7,46 @@ namespace geotrain::models {
 
 const char* GgufValueTypeName(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kUint8: return "uint8";
-    case GgufValueType::kInt8: return "int8";
-    case GgufValueType::kUint16: return "uint16";
-    case GgufValueType::kInt16: return "int16";
-    case GgufValueType::kUint32: return "uint32";
-    case GgufValueType::kInt32: return "int32";
-    case GgufValueType::kFloat32: return "float32";
-    case GgufValueType::kBool: return "bool";
-    case GgufValueType::kString: return "string";
-    case GgufValueType::kArray: return "array";
-    case GgufValueType::kUint64: return "uint64";
-    case GgufValueType::kInt64: return "int64";
-    case GgufValueType::kFloat64: return "float64";
+    case GgufValueType::kUint8:
+      return "uint8";
+    case GgufValueType::kInt8:
+      return "int8";
+    case GgufValueType::kUint16:
+      return "uint16";
+    case GgufValueType::kInt16:
+      return "int16";
+    case GgufValueType::kUint32:
+      return "uint32";
+    case GgufValueType::kInt32:
+      return "int32";
+    case GgufValueType::kFloat32:
+      return "float32";
+    case GgufValueType::kBool:
+      return "bool";
+    case GgufValueType::kString:
+      return "string";
+    case GgufValueType::kArray:
+      return "array";
+    case GgufValueType::kUint64:
+      return "uint64";
+    case GgufValueType::kInt64:
+      return "int64";
+    case GgufValueType::kFloat64:
+      return "float64";
   }
   return "invalid";
 }
 
 bool IsGgufIntegerType(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kUint16:
-    case GgufValueType::kInt16: case GgufValueType::kUint32: case GgufValueType::kInt32:
-    case GgufValueType::kUint64: case GgufValueType::kInt64:
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
       return true;
     default:
       return false;
@@ -68,7 +86,8 @@ StatusOr<int64_t> GgufValue::Int64(const std::string& key, size_t i) const {
   if (!IsGgufIntegerType(type)) return WrongType(key, "an integer", *this);
   if (i >= integers.size()) return BadIndex(key, i, *this);
   const uint64_t bits = integers[i];
-  if (!IsGgufSignedType(type) && bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+  if (!IsGgufSignedType(type) &&
+      bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return OutOfRange(key + ": " + std::to_string(bits) + " does not fit int64");
   }
   return static_cast<int64_t>(bits);

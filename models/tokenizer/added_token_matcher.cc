@@ -71,8 +71,7 @@ StatusOr<int32_t> CheckAddedTokens(
     }
     if (!by_id.emplace(token.id, &token).second) {
       return InvalidArgument(name + ": id " + std::to_string(token.id) +
-                             " is also the id of added token \"" + by_id[token.id]->content +
-                             "\"");
+                             " is also the id of added token \"" + by_id[token.id]->content + "\"");
     }
     if (!by_content.emplace(token.content, &token).second) {
       return InvalidArgument(name + ": added twice");

@@ -1,7 +1,7 @@
 #include "models/tokenizer/bert_normalizer.h"
 
-#include "models/tokenizer/bert_unicode.h"
 #include "common/utf8.h"
+#include "models/tokenizer/bert_unicode.h"
 
 namespace geotrain::models {
 

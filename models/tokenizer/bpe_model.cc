@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <queue>
 
-#include "models/tokenizer/byte_level_alphabet.h"
 #include "common/utf8.h"
+#include "models/tokenizer/byte_level_alphabet.h"
 
 namespace geotrain::models {
 namespace {

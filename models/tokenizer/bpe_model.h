@@ -76,7 +76,7 @@ class BpeModel {
 
   BpeModelOptions options_;
   std::unordered_map<std::string, int32_t> vocab_;
-  int32_t byte_ids_[256];         // kNoToken for a byte the vocabulary lacks
+  int32_t byte_ids_[256];  // kNoToken for a byte the vocabulary lacks
   std::vector<uint8_t> missing_bytes_;
   std::unordered_map<uint64_t, MergeResult> merges_;
 

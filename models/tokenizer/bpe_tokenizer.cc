@@ -16,9 +16,9 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Create(std::unique_ptr<Bpe
   for (const auto& entry : model->vocab()) max_vocab_id = std::max(max_vocab_id, entry.second);
   GEOTRAIN_ASSIGN_OR_RETURN(
       const int32_t max_id,
-      CheckAddedTokens(added_tokens, max_vocab_id, kMaxTokenId,
-                       [&](const std::string& spelling) { return model->IdOf(spelling); },
-                       source));
+      CheckAddedTokens(
+          added_tokens, max_vocab_id, kMaxTokenId,
+          [&](const std::string& spelling) { return model->IdOf(spelling); }, source));
 
   std::unique_ptr<BpeTokenizer> tokenizer(
       new BpeTokenizer(std::move(model), std::move(added_tokens), options));

@@ -1,7 +1,7 @@
 #include "models/tokenizer/digits_splitter.h"
 
-#include "models/tokenizer/unicode_classes.h"
 #include "common/utf8.h"
+#include "models/tokenizer/unicode_classes.h"
 
 namespace geotrain::models {
 

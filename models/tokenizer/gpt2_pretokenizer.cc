@@ -1,7 +1,7 @@
 #include "models/tokenizer/gpt2_pretokenizer.h"
 
-#include "models/tokenizer/unicode_classes.h"
 #include "common/utf8.h"
+#include "models/tokenizer/unicode_classes.h"
 
 namespace geotrain::models {
 namespace {

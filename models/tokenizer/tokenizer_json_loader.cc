@@ -63,9 +63,9 @@ class BpeJsonChecks : public TokenizerJsonReader {
                            members ? members->dump().substr(0, 200) : "null", kSupportedSequences);
       }
       if (members->size() == 2) {
-        GEOTRAIN_ASSIGN_OR_RETURN(options->digits,
-                                  CheckDigits((*members)[0], "pre_tokenizer.pretokenizers[0]",
-                                              kSupportedSequences));
+        GEOTRAIN_ASSIGN_OR_RETURN(
+            options->digits,
+            CheckDigits((*members)[0], "pre_tokenizer.pretokenizers[0]", kSupportedSequences));
       }
       field = "pre_tokenizer.pretokenizers[" + std::to_string(members->size() - 1) + "]";
       pre = &members->back();
@@ -97,12 +97,10 @@ class BpeJsonChecks : public TokenizerJsonReader {
     if (type == nullptr || !type->is_string() || type->get<std::string>() != "Digits") {
       return Unsupported(field + ".type", type ? type->dump() : "null", supported);
     }
-    GEOTRAIN_ASSIGN_OR_RETURN(
-        const bool individual,
-        Bool(digits, "individual_digits", field + ".individual_digits", false));
+    GEOTRAIN_ASSIGN_OR_RETURN(const bool individual, Bool(digits, "individual_digits",
+                                                          field + ".individual_digits", false));
     return individual ? DigitSplitting::kIndividual : DigitSplitting::kContiguous;
   }
-
 };
 
 }  // namespace
@@ -126,9 +124,8 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadAnyTokenizerJson(const std::string& pat
   GEOTRAIN_ASSIGN_OR_RETURN(const json root, ReadTokenizerJson(path));
   // Dispatch on model.type; every other problem is the chosen loader's to report.
   const json* model = TokenizerJsonReader::Field(root, "model");
-  const json* type = model != nullptr && model->is_object()
-                         ? TokenizerJsonReader::Field(*model, "type")
-                         : nullptr;
+  const json* type =
+      model != nullptr && model->is_object() ? TokenizerJsonReader::Field(*model, "type") : nullptr;
   if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece") {
     return AsTokenizer(WordPieceTokenizerFromJson(path, root));
   }

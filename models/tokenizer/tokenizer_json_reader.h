@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "common/io/strict_json.h"
+#include "common/status.h"
 #include "models/tokenizer/added_token_matcher.h"
 #include "models/tokenizer/bpe_model.h"
 #include "models/tokenizer/bpe_tokenizer.h"

@@ -32,9 +32,9 @@ constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount *
 
 int CombiningClass(char32_t cp) {
   const auto* end = std::end(kCombiningClasses);
-  const auto* it = std::lower_bound(
-      std::begin(kCombiningClasses), end, cp,
-      [](const CombiningClassRange& r, char32_t c) { return r.last < c; });
+  const auto* it =
+      std::lower_bound(std::begin(kCombiningClasses), end, cp,
+                       [](const CombiningClassRange& r, char32_t c) { return r.last < c; });
   return it != end && it->first <= cp ? it->combining_class : 0;
 }
 
@@ -47,9 +47,9 @@ void Decompose(char32_t cp, std::u32string* out) {
     return;
   }
   const auto* end = std::end(kDecompositions);
-  const auto* it = std::lower_bound(
-      std::begin(kDecompositions), end, cp,
-      [](const Decomposition& d, char32_t c) { return d.code_point < c; });
+  const auto* it =
+      std::lower_bound(std::begin(kDecompositions), end, cp,
+                       [](const Decomposition& d, char32_t c) { return d.code_point < c; });
   if (it != end && it->code_point == cp) {
     out->append(kDecompositionData + it->offset, it->length);
   } else {

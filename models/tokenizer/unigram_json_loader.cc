@@ -2,9 +2,9 @@
 // (SentencePiece; DeBERTa-v2/v3 as transformers' DebertaV2Tokenizer writes it). What is not
 // implemented is refused by name.
 #include "common/io/strict_json.h"
+#include "common/utf8.h"
 #include "models/tokenizer/tokenizer_json_reader.h"
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {
@@ -83,9 +83,8 @@ class UnigramJsonChecks : public TokenizerJsonReader {
         return Error("normalizer.normalizers", "expected an array");
       }
       for (size_t i = 0; i < members->size(); ++i) {
-        GEOTRAIN_RETURN_IF_ERROR(CheckStep((*members)[i],
-                                           "normalizer.normalizers[" + std::to_string(i) + "]",
-                                           steps));
+        GEOTRAIN_RETURN_IF_ERROR(
+            CheckStep((*members)[i], "normalizer.normalizers[" + std::to_string(i) + "]", steps));
       }
       return OkStatus();
     }
@@ -136,8 +135,7 @@ class UnigramJsonChecks : public TokenizerJsonReader {
     const json* post = Field(root_, "post_processor");
     if (post == nullptr) return OkStatus();
     const json* type = post->is_object() ? Field(*post, "type") : nullptr;
-    if (type == nullptr || !type->is_string() ||
-        type->get<std::string>() != "TemplateProcessing") {
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "TemplateProcessing") {
       return Unsupported("post_processor.type", type ? type->dump().substr(0, 200) : "null",
                          "geotrain accepts DeBERTa's TemplateProcessing, or null");
     }
@@ -208,7 +206,8 @@ class UnigramJsonChecks : public TokenizerJsonReader {
       } else {
         return Unsupported(field + ".pattern", pattern ? pattern->dump().substr(0, 200) : "null",
                            std::string("geotrain implements a non-empty String pattern and the "
-                                       "Regex ") + kWhitespaceRunsRegex);
+                                       "Regex ") +
+                               kWhitespaceRunsRegex);
       }
     } else {
       // NFKC, NFD, NFKD, Lowercase, Precompiled (a SentencePiece charsmap), Prepend, ...

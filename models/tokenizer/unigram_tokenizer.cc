@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/utf8.h"
 #include "models/tokenizer/bert_unicode.h"
 #include "models/tokenizer/bpe_model.h"
 #include "models/tokenizer/unicode_nfc.h"
-#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {
@@ -120,15 +120,15 @@ StatusOr<std::unique_ptr<UnigramTokenizer>> UnigramTokenizer::Create(
     min_score = std::min(min_score, vocab[i].second);
   }
   const int32_t max_vocab_id = static_cast<int32_t>(vocab.size()) - 1;
-  GEOTRAIN_ASSIGN_OR_RETURN(
-      const int32_t max_id,
-      CheckAddedTokens(added_tokens, max_vocab_id, kMaxTokenId,
-                       [&](const std::string& spelling) -> std::optional<int32_t> {
-                         auto it = piece_ids.find(spelling);
-                         if (it == piece_ids.end()) return std::nullopt;
-                         return it->second;
-                       },
-                       source));
+  GEOTRAIN_ASSIGN_OR_RETURN(const int32_t max_id,
+                            CheckAddedTokens(
+                                added_tokens, max_vocab_id, kMaxTokenId,
+                                [&](const std::string& spelling) -> std::optional<int32_t> {
+                                  auto it = piece_ids.find(spelling);
+                                  if (it == piece_ids.end()) return std::nullopt;
+                                  return it->second;
+                                },
+                                source));
 
   std::unique_ptr<UnigramTokenizer> t(new UnigramTokenizer(std::move(added_tokens), options));
   t->unk_id_ = unk_id;
@@ -246,10 +246,9 @@ void UnigramTokenizer::EncodeText(std::string_view text, bool at_start,
   if (normalized.empty()) return;  // the library prepends nothing to an empty string
   const char32_t rep = options_.replacement;
   std::replace(normalized.begin(), normalized.end(), U' ', rep);
-  const bool prepend =
-      normalized[0] != rep &&
-      (options_.prepend_scheme == MetaspacePrependScheme::kAlways ||
-       (options_.prepend_scheme == MetaspacePrependScheme::kFirst && at_start));
+  const bool prepend = normalized[0] != rep &&
+                       (options_.prepend_scheme == MetaspacePrependScheme::kAlways ||
+                        (options_.prepend_scheme == MetaspacePrependScheme::kFirst && at_start));
   if (prepend) normalized.insert(normalized.begin(), rep);
   if (!options_.split) {
     EncodePiece(ToUtf8(normalized), ids);
@@ -321,8 +320,8 @@ std::string UnigramTokenizer::BehaviourKey() const {
            std::to_string(step.content.size()) + ":" + ToUtf8(step.content) +
            (step.strip_left ? ":L" : ":-") + (step.strip_right ? "R" : "-");
   }
-  key += " rep=" + std::to_string(options_.replacement) + " prepend=" +
-         std::to_string(static_cast<int>(options_.prepend_scheme)) +
+  key += " rep=" + std::to_string(options_.replacement) +
+         " prepend=" + std::to_string(static_cast<int>(options_.prepend_scheme)) +
          (options_.split ? " split" : " nosplit");
   uint64_t h = 0xCBF29CE484222325ull;
   char buf[32];

@@ -5,12 +5,11 @@
 // (added_token_matcher.h); each stretch between them is normalized (the steps of
 // UnigramNormalizerStep, in order), then the Metaspace pre-tokenizer makes spaces the
 // replacement "▁", prepends one (prepend_scheme) and splits before each, and each piece becomes
-// the ids of the best-scoring segmentation into vocabulary pieces (Viterbi over the piece lattice). A character
-// no piece covers is the unknown piece, scored (lowest score - 10) as the library does; adjacent
-// unknown characters fuse into one unknown id. Byte fallback is not implemented.
-// Decode is the Metaspace decoder: "▁" becomes a space, and the first token loses its "▁"s
-// unless prepend_scheme is "never". Normalization loses information, so Decode(Encode(s)) need
-// not be s.
+// the ids of the best-scoring segmentation into vocabulary pieces (Viterbi over the piece lattice).
+// A character no piece covers is the unknown piece, scored (lowest score - 10) as the library does;
+// adjacent unknown characters fuse into one unknown id. Byte fallback is not implemented. Decode is
+// the Metaspace decoder: "▁" becomes a space, and the first token loses its "▁"s unless
+// prepend_scheme is "never". Normalization loses information, so Decode(Encode(s)) need not be s.
 //
 // Immutable after Create: thread-safe.
 #pragma once
@@ -33,10 +32,10 @@ namespace geotrain::models {
 
 struct UnigramNormalizerStep {
   enum class Kind {
-    kReplace,                 // every `pattern` (a literal) becomes `content`
-    kReplaceWhitespaceRuns,   // DeBERTa's Regex "\s{2,}|[\n\r\t]" -> `content`
-    kNfc,                     // unicode_nfc.h
-    kStrip,                   // white space off the left and/or right end
+    kReplace,                // every `pattern` (a literal) becomes `content`
+    kReplaceWhitespaceRuns,  // DeBERTa's Regex "\s{2,}|[\n\r\t]" -> `content`
+    kNfc,                    // unicode_nfc.h
+    kStrip,                  // white space off the left and/or right end
   };
   Kind kind = Kind::kNfc;
   std::u32string pattern;

@@ -29,9 +29,9 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
       return Unsupported("normalizer.type", type ? type->dump() : "null",
                          "geotrain implements BertNormalizer for WordPiece models");
     }
-    GEOTRAIN_RETURN_IF_ERROR(CheckKeys(*normalizer, "normalizer",
-                                       {"type", "clean_text", "handle_chinese_chars",
-                                        "strip_accents", "lowercase"}));
+    GEOTRAIN_RETURN_IF_ERROR(
+        CheckKeys(*normalizer, "normalizer",
+                  {"type", "clean_text", "handle_chinese_chars", "strip_accents", "lowercase"}));
     GEOTRAIN_ASSIGN_OR_RETURN(options->clean_text,
                               Bool(*normalizer, "clean_text", "normalizer.clean_text", true));
     GEOTRAIN_ASSIGN_OR_RETURN(
@@ -63,14 +63,14 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
   }
 
   Status CheckModel(const json& model, WordPieceModelOptions* options) const {
-    GEOTRAIN_RETURN_IF_ERROR(CheckKeys(model, "model",
-                                       {"type", "unk_token", "continuing_subword_prefix",
-                                        "max_input_chars_per_word", "vocab"}));
+    GEOTRAIN_RETURN_IF_ERROR(CheckKeys(
+        model, "model",
+        {"type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab"}));
     GEOTRAIN_ASSIGN_OR_RETURN(options->unk_token,
                               String(model, "unk_token", "model.unk_token", "[UNK]"));
-    GEOTRAIN_ASSIGN_OR_RETURN(options->continuing_subword_prefix,
-                              String(model, "continuing_subword_prefix",
-                                     "model.continuing_subword_prefix", "##"));
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        options->continuing_subword_prefix,
+        String(model, "continuing_subword_prefix", "model.continuing_subword_prefix", "##"));
     if (const json* max = Field(model, "max_input_chars_per_word")) {
       GEOTRAIN_ASSIGN_OR_RETURN(
           const uint64_t value,
@@ -84,8 +84,9 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
   Status CheckDecoder(WordPieceDecoderOptions* options) const {
     const json* decoder = Field(root_, "decoder");
     if (decoder == nullptr) {
-      return Error("decoder", "missing; geotrain decodes WordPiece models with the WordPiece "
-                              "decoder");
+      return Error("decoder",
+                   "missing; geotrain decodes WordPiece models with the WordPiece "
+                   "decoder");
     }
     if (!decoder->is_object()) {
       return Error("decoder", "expected an object, got " + io::JsonKindName(*decoder));
@@ -97,8 +98,7 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
     }
     GEOTRAIN_RETURN_IF_ERROR(CheckKeys(*decoder, "decoder", {"type", "prefix", "cleanup"}));
     GEOTRAIN_ASSIGN_OR_RETURN(options->prefix, String(*decoder, "prefix", "decoder.prefix", "##"));
-    GEOTRAIN_ASSIGN_OR_RETURN(options->cleanup,
-                              Bool(*decoder, "cleanup", "decoder.cleanup", true));
+    GEOTRAIN_ASSIGN_OR_RETURN(options->cleanup, Bool(*decoder, "cleanup", "decoder.cleanup", true));
     return OkStatus();
   }
 
@@ -137,8 +137,8 @@ class WordPieceJsonChecks : public TokenizerJsonReader {
     for (size_t i = 0; i < added->size(); ++i) {
       if (!(*added)[i].is_object()) continue;  // AddedTokens() reports it
       const std::string field = "added_tokens[" + std::to_string(i) + "].normalized";
-      GEOTRAIN_ASSIGN_OR_RETURN(const bool normalized, Bool((*added)[i], "normalized", field,
-                                                            false));
+      GEOTRAIN_ASSIGN_OR_RETURN(const bool normalized,
+                                Bool((*added)[i], "normalized", field, false));
       if (normalized) {
         return Unsupported(field, "true", "added tokens are matched in the raw text");
       }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
-#include "models/tokenizer/bpe_model.h"
 #include "common/utf8.h"
+#include "models/tokenizer/bpe_model.h"
 
 namespace geotrain::models {
 

@@ -21,9 +21,9 @@ void ReplaceAll(std::string* text, std::string_view from, std::string_view to) {
 // order of the replacements is the library's.
 void CleanUpToken(std::string* token) {
   static constexpr std::pair<std::string_view, std::string_view> kReplacements[] = {
-      {" .", "."},       {" ?", "?"},   {" !", "!"},         {" ,", ","},
-      {" ' ", "'"},      {" n't", "n't"}, {" 'm", "'m"},     {" do not", " don't"},
-      {" 's", "'s"},     {" 've", "'ve"}, {" 're", "'re"},
+      {" .", "."},   {" ?", "?"},     {" !", "!"},     {" ,", ","},
+      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},   {" do not", " don't"},
+      {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
   };
   if (token->find(' ') == std::string::npos) return;
   for (const auto& [from, to] : kReplacements) ReplaceAll(token, from, to);
@@ -38,9 +38,9 @@ StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::Create(
   for (const auto& entry : model->vocab()) max_vocab_id = std::max(max_vocab_id, entry.second);
   GEOTRAIN_ASSIGN_OR_RETURN(
       const int32_t max_id,
-      CheckAddedTokens(added_tokens, max_vocab_id, kMaxTokenId,
-                       [&](const std::string& spelling) { return model->IdOf(spelling); },
-                       source));
+      CheckAddedTokens(
+          added_tokens, max_vocab_id, kMaxTokenId,
+          [&](const std::string& spelling) { return model->IdOf(spelling); }, source));
 
   std::unique_ptr<WordPieceTokenizer> tokenizer(
       new WordPieceTokenizer(std::move(model), std::move(added_tokens), options));
@@ -121,8 +121,8 @@ std::string WordPieceTokenizer::BehaviourKey() const {
   }
   key += " max=" + std::to_string(m.max_input_chars_per_word);
   // Lengths first, so no two settings read alike.
-  for (const std::string* s : {&m.unk_token, &m.continuing_subword_prefix,
-                               &options_.decoder.prefix}) {
+  for (const std::string* s :
+       {&m.unk_token, &m.continuing_subword_prefix, &options_.decoder.prefix}) {
     key += " " + std::to_string(s->size()) + ":" + *s;
   }
   return key;

@@ -1,8 +1,8 @@
 // LoadWordPieceVocab (tokenizer_loaders.h): BERT's vocab.txt.
 #include "common/io/file_contents.h"
+#include "common/utf8.h"
 #include "models/tokenizer/bert_unicode.h"
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "common/utf8.h"
 
 namespace geotrain::models {
 namespace {

@@ -58,10 +58,10 @@ at::Tensor CausalSelfAttention(const at::Tensor& query, const at::Tensor& key,
 }
 
 at::Tensor BidirectionalSelfAttention(const at::Tensor& query, const at::Tensor& key,
-                                     const at::Tensor& value, const at::Tensor& attention_mask) {
-  TORCH_CHECK(query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
-                  query.size(1) == key.size(1),
-              "attention expects [batch, heads, seq, head_dim] tensors with as many key heads");
+                                      const at::Tensor& value, const at::Tensor& attention_mask) {
+  TORCH_CHECK(
+      query.dim() == 4 && key.dim() == 4 && value.dim() == 4 && query.size(1) == key.size(1),
+      "attention expects [batch, heads, seq, head_dim] tensors with as many key heads");
   const double scale = 1.0 / std::sqrt(static_cast<double>(query.size(3)));
   // Softmax in float32 for 16-bit activations, as transformers does (float64 stays float64).
   const at::ScalarType softmax_type = at::promote_types(query.scalar_type(), at::kFloat);

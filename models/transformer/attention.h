@@ -22,7 +22,7 @@ at::Tensor CausalSelfAttention(const at::Tensor& query, const at::Tensor& key,
 // [B, H, S, D]; attention_mask [B, S] (nonzero = token; undefined = no padding). Scores are
 // scaled by 1/sqrt(D); padded keys get the dtype's lowest score, as transformers' additive mask.
 at::Tensor BidirectionalSelfAttention(const at::Tensor& query, const at::Tensor& key,
-                                     const at::Tensor& value, const at::Tensor& attention_mask);
+                                      const at::Tensor& value, const at::Tensor& attention_mask);
 
 // Whether CausalSelfAttention uses LibTorch's fused kernel (reported by benchmarks and logs).
 bool HasFusedAttention();

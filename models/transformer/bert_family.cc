@@ -16,9 +16,8 @@ class BertEmbedding final : public StageInput {
 
   at::Tensor Forward(const at::Tensor& token_ids, const SequenceContext& context) const override {
     const at::Tensor positions = at::arange(token_ids.size(1), token_ids.options());
-    const at::Tensor types = context.token_type_ids.defined()
-                                 ? context.token_type_ids.to(at::kLong)
-                                 : at::zeros_like(token_ids);
+    const at::Tensor types = context.token_type_ids.defined() ? context.token_type_ids.to(at::kLong)
+                                                              : at::zeros_like(token_ids);
     return norm_(at::embedding(word_, token_ids) + at::embedding(token_type_, types) +
                  at::embedding(position_, positions));
   }

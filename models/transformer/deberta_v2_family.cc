@@ -28,10 +28,10 @@ class DebertaV2Embedding final : public StageInput {
  public:
   DebertaV2Embedding(const ModelConfig& config, ParameterTable& p)
       : word_(p.Get("deberta.embeddings.word_embeddings.weight")),
-        position_(p.GetIf(config.position_biased_input,
-                          "deberta.embeddings.position_embeddings.weight")),
-        token_type_(p.GetIf(config.type_vocab_size > 0,
-                            "deberta.embeddings.token_type_embeddings.weight")),
+        position_(
+            p.GetIf(config.position_biased_input, "deberta.embeddings.position_embeddings.weight")),
+        token_type_(
+            p.GetIf(config.type_vocab_size > 0, "deberta.embeddings.token_type_embeddings.weight")),
         norm_(GetLayerNorm(p, "deberta.embeddings.LayerNorm", config.norm_eps)) {
     if (config.embedding_dim != config.hidden_size) {
       projection_ = GetLinear(p, "deberta.embeddings.embed_proj", false);
@@ -41,8 +41,8 @@ class DebertaV2Embedding final : public StageInput {
   at::Tensor Forward(const at::Tensor& token_ids, const SequenceContext& context) const override {
     at::Tensor embeddings = at::embedding(word_, token_ids);
     if (position_.defined()) {
-      embeddings = embeddings + at::embedding(position_, at::arange(token_ids.size(1),
-                                                                    token_ids.options()));
+      embeddings =
+          embeddings + at::embedding(position_, at::arange(token_ids.size(1), token_ids.options()));
     }
     if (token_type_.defined()) {
       const at::Tensor types = context.token_type_ids.defined()
@@ -106,11 +106,10 @@ class DebertaV2Block final : public TransformerBlock {
     const auto split_heads = [&](const at::Tensor& t) {
       return t.view({batch, seq, config_.num_heads, config_.head_dim}).transpose(1, 2);
     };
-    const at::Tensor attended =
-        Attention(split_heads(query_(x)), split_heads(key_(x)), split_heads(value_(x)),
-                  context.attention_mask)
-            .transpose(1, 2)
-            .reshape({batch, seq, config_.hidden_size});
+    const at::Tensor attended = Attention(split_heads(query_(x)), split_heads(key_(x)),
+                                          split_heads(value_(x)), context.attention_mask)
+                                    .transpose(1, 2)
+                                    .reshape({batch, seq, config_.hidden_size});
     const at::Tensor hidden = attention_norm_(x + attention_out_(attended));
     const at::Tensor output =
         output_norm_(hidden + output_(Activate(config_.activation, intermediate_(hidden))));
@@ -125,9 +124,9 @@ class DebertaV2Block final : public TransformerBlock {
     // scaled_size_sqrt: sqrt(head_dim * terms) in float32 (in float64 for float64 stages, the
     // golden reference's widening), cast to the dtype before dividing, as transformers casts it.
     const at::Tensor scale =
-        at::sqrt(at::scalar_tensor(static_cast<double>(config_.head_dim * terms),
-                                   query.options().dtype(
-                                       at::promote_types(query.scalar_type(), at::kFloat))))
+        at::sqrt(at::scalar_tensor(
+                     static_cast<double>(config_.head_dim * terms),
+                     query.options().dtype(at::promote_types(query.scalar_type(), at::kFloat))))
             .to(query.scalar_type());
     at::Tensor scores = at::matmul(query, key.transpose(-1, -2) / scale);
     if (config_.relative_attention && terms > 1) {
@@ -201,7 +200,7 @@ class DebertaV2Block final : public TransformerBlock {
   ModelConfig config_;
   Linear query_, key_, value_;
   at::Tensor relative_embeddings_;  // [2 * span, H], shared by every layer; undefined when none
-  std::optional<LayerNorm> relative_norm_;  // deberta.encoder.LayerNorm (norm_rel_ebd)
+  std::optional<LayerNorm> relative_norm_;               // deberta.encoder.LayerNorm (norm_rel_ebd)
   std::optional<Linear> position_key_, position_query_;  // without share_att_key
   Linear attention_out_;
   LayerNorm attention_norm_;

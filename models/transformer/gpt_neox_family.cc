@@ -34,11 +34,11 @@ class GptNeoXBlock final : public TransformerBlock {
         query_key_value_(normed).view({batch, seq, config_.num_heads, 3 * d}).transpose(1, 2);
     const RotaryTables rotary =
         MakeRotaryTables(seq, config_.rotary_dim, config_.rope_theta, normed.options());
-    const at::Tensor attended = CausalSelfAttention(ApplyRotary(qkv.narrow(-1, 0, d), rotary),
-                                                    ApplyRotary(qkv.narrow(-1, d, d), rotary),
-                                                    qkv.narrow(-1, 2 * d, d))
-                                    .transpose(1, 2)
-                                    .reshape({batch, seq, config_.hidden_size});
+    const at::Tensor attended =
+        CausalSelfAttention(ApplyRotary(qkv.narrow(-1, 0, d), rotary),
+                            ApplyRotary(qkv.narrow(-1, d, d), rotary), qkv.narrow(-1, 2 * d, d))
+            .transpose(1, 2)
+            .reshape({batch, seq, config_.hidden_size});
     return dense_(attended);
   }
 

@@ -28,11 +28,11 @@ class GptJBlock final : public TransformerBlock {
     const at::Tensor normed = norm_(x);
     const RotaryTables rotary = MakeRotaryTables(seq, config_.rotary_dim, config_.rope_theta,
                                                  x.options(), RotaryPairing::kInterleaved);
-    const at::Tensor attended = CausalSelfAttention(ApplyRotary(split_heads(q_(normed)), rotary),
-                                                    ApplyRotary(split_heads(k_(normed)), rotary),
-                                                    split_heads(v_(normed)))
-                                    .transpose(1, 2)
-                                    .reshape({batch, seq, config_.hidden_size});
+    const at::Tensor attended =
+        CausalSelfAttention(ApplyRotary(split_heads(q_(normed)), rotary),
+                            ApplyRotary(split_heads(k_(normed)), rotary), split_heads(v_(normed)))
+            .transpose(1, 2)
+            .reshape({batch, seq, config_.hidden_size});
     return x + out_(attended) + fc_out_(Activate(config_.activation, fc_in_(normed)));
   }
 

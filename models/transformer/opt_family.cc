@@ -24,8 +24,8 @@ class OptEmbedding final : public StageInput {
   at::Tensor Forward(const at::Tensor& token_ids, const SequenceContext&) const override {
     at::Tensor embedded = at::embedding(token_, token_ids);
     if (project_in_.weight.defined()) embedded = project_in_(embedded);
-    const at::Tensor positions = at::arange(token_ids.size(1), token_ids.options()) +
-                                 kPositionOffset;
+    const at::Tensor positions =
+        at::arange(token_ids.size(1), token_ids.options()) + kPositionOffset;
     return embedded + at::embedding(position_, positions);
   }
 

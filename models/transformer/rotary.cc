@@ -8,8 +8,7 @@ RotaryTables MakeRotaryTables(int64_t seq_len, int64_t rotary_dim, double theta,
   const at::TensorOptions wide =
       options.dtype(at::promote_types(options.dtype().toScalarType(), at::kFloat));
   // inv_freq = 1 / theta^(2i / R), as transformers' default rope init.
-  const at::Tensor exponents =
-      at::arange(0, rotary_dim, 2, wide) / static_cast<double>(rotary_dim);
+  const at::Tensor exponents = at::arange(0, rotary_dim, 2, wide) / static_cast<double>(rotary_dim);
   const at::Tensor inv_freq = 1.0 / at::pow(theta, exponents);
   const at::Tensor positions = at::arange(seq_len, wide);
   const at::Tensor angles = at::outer(positions, inv_freq);  // [S, R/2]

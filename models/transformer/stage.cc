@@ -100,8 +100,8 @@ Status Stage::CheckContext(const at::Tensor& input, const SequenceContext& conte
                              ShapeString(input));
     }
     if (t.device() != device_) {
-      return InvalidArgument("stage " + plan_.ToString() + " " + name + ": on " +
-                             t.device().str() + ", the stage is on " + device_.str());
+      return InvalidArgument("stage " + plan_.ToString() + " " + name + ": on " + t.device().str() +
+                             ", the stage is on " + device_.str());
     }
     return OkStatus();
   };
@@ -115,20 +115,17 @@ Status Stage::CheckContext(const at::Tensor& input, const SequenceContext& conte
                               }));
     if (!in_range) {
       return InvalidArgument("stage " + plan_.ToString() + " token_type_ids: must be in [0, " +
-                             std::to_string(std::max<int64_t>(config_.type_vocab_size, 1)) +
-                             ")");
+                             std::to_string(std::max<int64_t>(config_.type_vocab_size, 1)) + ")");
     }
   }
   return OkStatus();
 }
 
-StatusOr<at::Tensor> Stage::Forward(const at::Tensor& input,
-                                    const SequenceContext& context) const {
+StatusOr<at::Tensor> Stage::Forward(const at::Tensor& input, const SequenceContext& context) const {
   GEOTRAIN_RETURN_IF_ERROR(CheckInput(input));
   GEOTRAIN_RETURN_IF_ERROR(CheckContext(input, context));
   return CatchTorchErrors("stage " + plan_.ToString() + " forward", [&] {
-    at::Tensor hidden =
-        parts_.input ? parts_.input->Forward(input.to(at::kLong), context) : input;
+    at::Tensor hidden = parts_.input ? parts_.input->Forward(input.to(at::kLong), context) : input;
     for (const auto& block : parts_.blocks) hidden = block->Forward(hidden, context);
     return parts_.output ? parts_.output->Forward(hidden, context) : hidden;
   });

@@ -3,7 +3,8 @@
 //   geotrain-run --dist-url tcp://10.0.0.1:29500 --world-size 4 --rank 1
 //       --pipeline-group-size 2 --data-group-size 2 --model-name MODEL_DIR ...
 //   geotrain-run --dist-url file:///shared/rdzv --world-size 4 --rank 1 --config job.yaml
-//       [--config-changes changes.jsonl]   (adaptive compression's changes, runtime/config_change.h)
+//       [--config-changes changes.jsonl]   (adaptive compression's changes,
+//       runtime/config_change.h)
 //       [--frame-key-file job.key]   (32 raw bytes or 64 hex digits, the same file on every rank:
 //                                     seals every data-plane frame with AES-256-GCM)
 //       [--emulate-link-mbit 200]    (every link of this rank sends at most that many Mbit/s:
@@ -131,19 +132,21 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("geotrain-run"));
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::cout << geotrain::runtime::SeedFlagsHelp()
-                << "\n  --frame-key-file FILE  the job's data-plane key (32 raw bytes or 64 hex "
-                   "digits, the same\n                         file on every rank): seals every "
-                   "frame with AES-256-GCM\n"
-                << "  --emulate-link-mbit R  every link of this rank sends at most R Mbit/s (an "
-                   "emulated WAN\n                         on one machine; net/paced_transport.h)\n";
+      std::cout
+          << geotrain::runtime::SeedFlagsHelp()
+          << "\n  --frame-key-file FILE  the job's data-plane key (32 raw bytes or 64 hex "
+             "digits, the same\n                         file on every rank): seals every "
+             "frame with AES-256-GCM\n"
+          << "  --emulate-link-mbit R  every link of this rank sends at most R Mbit/s (an "
+             "emulated WAN\n                         on one machine; net/paced_transport.h)\n";
       return 0;
     }
   }
   std::vector<char*> args(argv, argv + argc);
   auto key_path = geotrain::runtime::TakeFlag(&args, geotrain::runtime::kFrameKeyFlag);
-  auto link_mbit = key_path.ok() ? geotrain::runtime::TakeFlag(&args, geotrain::runtime::kEmulateLinkFlag)
-                                 : key_path;
+  auto link_mbit = key_path.ok()
+                       ? geotrain::runtime::TakeFlag(&args, geotrain::runtime::kEmulateLinkFlag)
+                       : key_path;
   auto link_rate = link_mbit.ok() ? geotrain::runtime::ParseLinkMbit(*link_mbit)
                                   : geotrain::StatusOr<double>(link_mbit.status());
   if (!link_rate.ok()) {
@@ -167,8 +170,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (frame_key.empty() && config->assignment.world_size() > 1) {
-    spdlog::warn("no --frame-key-file: data-plane frames (activations, gradients) cross the "
-                 "network in the clear, unauthenticated");
+    spdlog::warn(
+        "no --frame-key-file: data-plane frames (activations, gradients) cross the "
+        "network in the clear, unauthenticated");
   }
   const geotrain::Status status = geotrain::runtime::Train(*config, frame_key, *link_rate);
   if (!status.ok()) {

@@ -155,8 +155,7 @@ TEST(ControlFormatTest, AClassifiersScoresFollowItsEvalLoss) {
             "1.2 MB/s | ETA 0:42");
   job.set_state(v1::JOB_STATE_SUCCEEDED);
   job.clear_started_unix_ms();
-  EXPECT_NE(FormatJobSummary(job).find(
-                ", eval 3.50 (accuracy 0.875, F1 0.500, MCC -0.250)"),
+  EXPECT_NE(FormatJobSummary(job).find(", eval 3.50 (accuracy 0.875, F1 0.500, MCC -0.250)"),
             std::string::npos)
       << FormatJobSummary(job);
 }

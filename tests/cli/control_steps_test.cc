@@ -59,17 +59,15 @@ TEST(StepsFormatTest, CsvWritesExactNumbersAndLeavesAMissingEvalLossEmpty) {
   v1::JobSteps steps = SampleSteps();
   steps.mutable_steps(1)->set_loss(0.1 + 0.2);  // not representable in few digits
   const std::string csv = FormatStepsCsv(steps);
-  EXPECT_EQ(csv,
-            kCsvHeader +
-            "1,1,10.5,,1.5,8000000,1000000,0.001,1709294463001,,,\n"
-            "2,1,0.30000000000000004,3.375,1.5,8000000,1000000,0.001,1709294463002,,,\n");
+  EXPECT_EQ(csv, kCsvHeader +
+                     "1,1,10.5,,1.5,8000000,1000000,0.001,1709294463001,,,\n"
+                     "2,1,0.30000000000000004,3.375,1.5,8000000,1000000,0.001,1709294463002,,,\n");
   // The loss reads back as the same double.
   EXPECT_EQ(std::stod("0.30000000000000004"), 0.1 + 0.2);
 }
 
 TEST(StepsFormatTest, CsvOfNoStepsIsTheHeaderOnly) {
-  EXPECT_EQ(FormatStepsCsv(v1::JobSteps()),
-            kCsvHeader);
+  EXPECT_EQ(FormatStepsCsv(v1::JobSteps()), kCsvHeader);
 }
 
 TEST(StepsFormatTest, AClassifiersScoresGetColumnsOfTheirOwn) {
@@ -85,8 +83,8 @@ TEST(StepsFormatTest, AClassifiersScoresGetColumnsOfTheirOwn) {
             "-0.250\n");
   EXPECT_EQ(FormatStepsCsv(steps),
             kCsvHeader +
-            "1,1,10.5,,1.5,8000000,1000000,0.001,1709294463001,,,\n"
-            "2,1,3.25,3.375,1.5,8000000,1000000,0.001,1709294463002,0.875,0.5,-0.25\n");
+                "1,1,10.5,,1.5,8000000,1000000,0.001,1709294463001,,,\n"
+                "2,1,3.25,3.375,1.5,8000000,1000000,0.001,1709294463002,0.875,0.5,-0.25\n");
 }
 
 TEST(StepsFormatTest, FormatNames) {
@@ -145,10 +143,9 @@ TEST_F(StepsCommandTest, CsvHasEveryStepAfterTheOneAsked) {
   options.format = StepsFormat::kCsv;
   options.after_step = 1;
   ASSERT_EQ(Run(options), kExitSuccess) << err_.str();
-  EXPECT_EQ(out_.str(),
-            kCsvHeader +
-            "2,1,2,,1.5,8000000,1000000,0.001,1709294463002,,,\n"
-            "3,1,1,1.5,1.5,8000000,1000000,0.001,1709294463003,,,\n");
+  EXPECT_EQ(out_.str(), kCsvHeader +
+                            "2,1,2,,1.5,8000000,1000000,0.001,1709294463002,,,\n"
+                            "3,1,1,1.5,1.5,8000000,1000000,0.001,1709294463003,,,\n");
   EXPECT_EQ(err_.str(), "");
 }
 

@@ -43,8 +43,7 @@ class TokenCheck final : public grpc::AuthMetadataProcessor {
 };
 
 class Jobs final : public v1::Coordinator::Service {
-  grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*,
-                         v1::Job* job) override {
+  grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*, v1::Job* job) override {
     job->set_id("job-7");
     return grpc::Status::OK;
   }
@@ -60,8 +59,8 @@ class ControlTlsTest : public ::testing::Test {
     options.dir = dir_.File("other");
     ASSERT_TRUE(auth::InitDeploymentCerts(options).ok());
     grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({Read(In(auth::kCoordinatorKeyFile)),
-                                      Read(In(auth::kCoordinatorCertFile))});
+    ssl.pem_key_cert_pairs.push_back(
+        {Read(In(auth::kCoordinatorKeyFile)), Read(In(auth::kCoordinatorCertFile))});
     auto credentials = grpc::SslServerCredentials(ssl);
     std::string token = Read(In(auth::kAdminTokenFile));
     token.pop_back();  // the newline

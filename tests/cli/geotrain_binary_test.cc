@@ -18,7 +18,8 @@ CommandResult RunShell(const std::string& command) {
   if (pipe == nullptr) return result;
   char buffer[4096];
   size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.stdout_text.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0)
+    result.stdout_text.append(buffer, n);
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
@@ -28,9 +29,9 @@ const std::string kBinary = GEOTRAIN_BINARY;
 const std::string kSource = GEOTRAIN_SOURCE_DIR;
 
 TEST(GeotrainBinaryTest, TokenizePrintsAJsonArray) {
-  const CommandResult result = RunShell("printf 'Hello world' | " + kBinary +
-                                        " tokenize --tokenizer " + kSource +
-                                        "/examples/tokenizers/gpt2");
+  const CommandResult result =
+      RunShell("printf 'Hello world' | " + kBinary + " tokenize --tokenizer " + kSource +
+               "/examples/tokenizers/gpt2");
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.stdout_text, "[15496,995]\n");
 }
@@ -40,7 +41,8 @@ TEST(GeotrainBinaryTest, UsageErrorsExitWithTwo) {
   EXPECT_EQ(RunShell(kBinary + " no-such-command 2>/dev/null").exit_code, 2);
   EXPECT_EQ(RunShell(kBinary + " 2>/dev/null").exit_code, 2);
   EXPECT_EQ(RunShell(kBinary + " eval --model m --tokenizer t --data d --seq-length 8 -o xml "
-                               "2>/dev/null").exit_code,
+                               "2>/dev/null")
+                .exit_code,
             2);
 }
 
@@ -49,8 +51,8 @@ TEST(GeotrainBinaryTest, HelpExitsWithZero) {
 }
 
 TEST(GeotrainBinaryTest, FailuresExitWithOneAndNameTheFile) {
-  const CommandResult result = RunShell("echo x | " + kBinary +
-                                        " tokenize --tokenizer /nonexistent/tok 2>&1");
+  const CommandResult result =
+      RunShell("echo x | " + kBinary + " tokenize --tokenizer /nonexistent/tok 2>&1");
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.stdout_text.find("/nonexistent/tok"), std::string::npos) << result.stdout_text;
 }

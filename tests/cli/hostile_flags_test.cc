@@ -12,7 +12,7 @@ namespace {
 struct Outcome {
   bool exited = false;  // false: killed by a signal (a crash)
   int exit_code = -1;
-  std::string output;   // stdout and stderr
+  std::string output;  // stdout and stderr
 };
 
 Outcome Run(const std::string& command) {
@@ -33,7 +33,8 @@ void ExpectRefused(const std::string& command, const std::string& named) {
   EXPECT_TRUE(outcome.exited) << command << ": killed by a signal\n" << outcome.output;
   EXPECT_NE(outcome.exit_code, 0) << command << "\n" << outcome.output;
   EXPECT_NE(outcome.output.find(named), std::string::npos)
-      << command << ": the message does not name " << named << "\n" << outcome.output;
+      << command << ": the message does not name " << named << "\n"
+      << outcome.output;
 }
 
 const std::string kBinary = GEOTRAIN_BINARY;
@@ -59,8 +60,9 @@ TEST(HostileFlagsTest, GeotrainLocalCommandFlags) {
   ExpectRefused(eval + " --seq-length -1", "--seq-length");
   ExpectRefused(eval + " --seq-length 8", "/nonexistent/");
   ExpectRefused(eval + " --seq-length many", "--seq-length");
-  ExpectRefused(kBinary + " model init --config /nonexistent/config.json --out /nonexistent/o "
-                          "--seed 1",
+  ExpectRefused(kBinary +
+                    " model init --config /nonexistent/config.json --out /nonexistent/o "
+                    "--seed 1",
                 "/nonexistent/config.json");
   ExpectRefused(kBinary + " tokenize --tokenizer /nonexistent/tok", "/nonexistent/tok");
 }

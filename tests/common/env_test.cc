@@ -46,8 +46,7 @@ TEST(PosixEnvTest, MissingPathsAreNotFound) {
   EXPECT_EQ(env->Rename(dir.File("absent"), dir.File("b")).code(), StatusCode::kNotFound);
   EXPECT_TRUE(env->RemoveAll(dir.File("absent")).ok());
   EXPECT_EQ(env->ReadFile(dir.path(), 10).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(env->ReadFile(dir.Write("big", "12345"), 4).status().code(),
-            StatusCode::kOutOfRange);
+  EXPECT_EQ(env->ReadFile(dir.Write("big", "12345"), 4).status().code(), StatusCode::kOutOfRange);
 }
 
 TEST(PosixEnvTest, DirectoriesAndExchange) {

@@ -23,7 +23,8 @@ class ScopedTempDir {
  public:
   ScopedTempDir() {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/geotrain-cache-test-XXXXXX";
+    std::string pattern =
+        std::string(base && *base ? base : "/tmp") + "/geotrain-cache-test-XXXXXX";
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
     path_ = mkdtemp(buf.data());
@@ -44,8 +45,9 @@ class ScopedTempDir {
   std::string path_;
 };
 
-std::unique_ptr<ActivationCache> MakeCache(const std::string& dir, int64_t slots, int cache_bits = 0,
-                                           CacheFullPolicy policy = CacheFullPolicy::kEvictLeastRecent) {
+std::unique_ptr<ActivationCache> MakeCache(
+    const std::string& dir, int64_t slots, int cache_bits = 0,
+    CacheFullPolicy policy = CacheFullPolicy::kEvictLeastRecent) {
   ActivationCacheOptions options;
   options.max_samples = slots;
   options.cache_bits = cache_bits;
@@ -96,7 +98,8 @@ TEST(ActivationCache, LowBitSlotHoldsOnePerChannelFixpointBlock) {
     ASSERT_TRUE(cache->Lookup(7, back.data()).ok());
     for (int64_t c = 0; c < cols; ++c) {
       float channel_max = 0;
-      for (int64_t r = 0; r < rows; ++r) channel_max = std::max(channel_max, std::fabs(x[r * cols + c]));
+      for (int64_t r = 0; r < rows; ++r)
+        channel_max = std::max(channel_max, std::fabs(x[r * cols + c]));
       const float step = HalfToFloat(FloatToHalfRoundUp(channel_max)) / (1 << (bits - 1));
       for (int64_t r = 0; r < rows; ++r) {
         ASSERT_LE(std::fabs(back[r * cols + c] - x[r * cols + c]), step * 1.01f + 1e-3f)

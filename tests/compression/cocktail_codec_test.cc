@@ -24,8 +24,8 @@ namespace {
 // The shared config at the default quant_group, with the seed these tests were written for.
 CodecConfig CocktailConfig(double p, double k, int q, MaskMode mode = MaskMode::kRolling,
                            bool error_feedback = false) {
-  CodecConfig config = cocktail_test::CocktailConfig(mode, p, k, q, CodecConfig().quant_group,
-                                                     error_feedback);
+  CodecConfig config =
+      cocktail_test::CocktailConfig(mode, p, k, q, CodecConfig().quant_group, error_feedback);
   config.seed = 1234;
   return config;
 }
@@ -176,8 +176,10 @@ TEST_P(CocktailModes, TopKKeepsTheLargestMagnitudesOfTheSampledSet) {
   const std::set<uint32_t> kept(got.kept.begin(), got.kept.end());
   float smallest_kept = INFINITY, largest_dropped = 0;
   for (uint32_t i : got.sampled) {
-    if (kept.count(i)) smallest_kept = std::min(smallest_kept, std::fabs(x[i]));
-    else largest_dropped = std::max(largest_dropped, std::fabs(x[i]));
+    if (kept.count(i))
+      smallest_kept = std::min(smallest_kept, std::fabs(x[i]));
+    else
+      largest_dropped = std::max(largest_dropped, std::fabs(x[i]));
   }
   EXPECT_GE(smallest_kept, largest_dropped);
 
@@ -347,10 +349,11 @@ TEST(CocktailCodec, MoreThanOneHundredTimesSmallerThanFloat32OnActivations) {
   auto codec = MakeCodec(CocktailConfig(0.1, 0.2, 4));
   std::vector<uint8_t> frame;
   EncodeStats stats;
-  ASSERT_TRUE(EncodeFrame(**codec, {x.data(), DType::kFloat32, {4, 1024, 1600}}, &frame, &stats).ok());
+  ASSERT_TRUE(
+      EncodeFrame(**codec, {x.data(), DType::kFloat32, {4, 1024, 1600}}, &frame, &stats).ok());
   EXPECT_GT(stats.Ratio(), 100.0);
   EXPECT_NEAR(stats.Ratio(), 32 / 0.1825, 10);  // 0.1 bitmap + 0.02 * 4 bits + scales
-  EXPECT_GT(stats.rel_error, 0.5);  // 98% of the coordinates are not sent in one step
+  EXPECT_GT(stats.rel_error, 0.5);              // 98% of the coordinates are not sent in one step
   EXPECT_LT(stats.rel_error, 1.0);
   DecodedTensor out;
   ASSERT_TRUE(DecodeFrame(**codec, frame, {}, &out).ok());
@@ -421,7 +424,8 @@ std::vector<RoundTripCase> AllRoundTripCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(CocktailQuantBits, CocktailRoundTrip, ::testing::ValuesIn(AllRoundTripCases()));
+INSTANTIATE_TEST_SUITE_P(CocktailQuantBits, CocktailRoundTrip,
+                         ::testing::ValuesIn(AllRoundTripCases()));
 
 TEST(CocktailCodec, EmptyAndTinyTensorsRoundTrip) {
   auto codec = MakeCocktail(CocktailConfig(0.1, 0.2, 4, MaskMode::kRolling, true));
@@ -461,8 +465,8 @@ TEST(CocktailCodec, ParametersMayChangeBetweenFramesOnOneLink) {
         DecodedTensor out;
         const Status s = DecodeFrame(**receiver, frame, {}, &out);
         ASSERT_TRUE(s.ok()) << s.ToString();
-        const int64_t nonzero = std::count_if(out.values.begin(), out.values.end(),
-                                              [](float v) { return v != 0; });
+        const int64_t nonzero =
+            std::count_if(out.values.begin(), out.values.end(), [](float v) { return v != 0; });
         EXPECT_LE(nonzero, ExpectedKept(0.2, static_cast<int64_t>(std::ceil(3000 * p * 1.1))));
       }
     }

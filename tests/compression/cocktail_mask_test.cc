@@ -151,7 +151,8 @@ TEST(CocktailMask, ReadRejectsBadFields) {
 
   for (size_t cut = 0; cut < seeded.size(); ++cut) {
     EXPECT_EQ(read(std::vector<uint8_t>(seeded.begin(), seeded.begin() + cut)).code(),
-              StatusCode::kDataLoss) << cut;
+              StatusCode::kDataLoss)
+        << cut;
   }
 }
 
@@ -167,8 +168,8 @@ TEST(CocktailMagnitudeThreshold, MatchesSorting) {
     for (int64_t k : {int64_t{1}, n / 3 + 1, n / 2 + 1, n}) {
       const MagnitudeThreshold t = FindMagnitudeThreshold(x.data(), n, k, &scratch);
       EXPECT_EQ(t.magnitude, sorted[k - 1]) << "n=" << n << " k=" << k;
-      const int64_t above = std::count_if(sorted.begin(), sorted.end(),
-                                          [&](float a) { return a > t.magnitude; });
+      const int64_t above =
+          std::count_if(sorted.begin(), sorted.end(), [&](float a) { return a > t.magnitude; });
       EXPECT_EQ(t.ties, k - above);
       EXPECT_GE(t.ties, 1);
     }

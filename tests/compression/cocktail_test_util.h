@@ -34,9 +34,14 @@ inline std::vector<float> MakeData(Data kind, int64_t n, uint64_t seed) {
   SplitMix64 rng(seed * 31 + 7);
   for (int64_t i = 0; i < n; ++i) {
     switch (kind) {
-      case Data::kGaussian: break;
-      case Data::kFewLevels: x[i] = std::round(x[i] * 2.0f) / 2.0f; break;  // many ties, zeros
-      case Data::kSameMagnitude: x[i] = (rng.Next() & 1) ? 0.75f : -0.75f; break;
+      case Data::kGaussian:
+        break;
+      case Data::kFewLevels:
+        x[i] = std::round(x[i] * 2.0f) / 2.0f;
+        break;  // many ties, zeros
+      case Data::kSameMagnitude:
+        x[i] = (rng.Next() & 1) ? 0.75f : -0.75f;
+        break;
       case Data::kZerosAndTiny: {
         const uint64_t r = rng.Next() % 8;
         x[i] = r < 4 ? (r & 1 ? -0.0f : 0.0f) : r == 4 ? 1e-40f : r == 5 ? -1e-40f : x[i] * 1e-3f;

@@ -69,9 +69,9 @@ std::vector<CocktailMask> SomeMasks() {
       masks.push_back(CocktailMask::Rolling(stride, step));
     }
   }
-  for (uint64_t threshold : {uint64_t{0}, uint64_t{1}, SeededThreshold(0.01), SeededThreshold(0.1),
-                             SeededThreshold(0.5), SeededThreshold(0.999),
-                             CocktailMask::kMaxThreshold}) {
+  for (uint64_t threshold :
+       {uint64_t{0}, uint64_t{1}, SeededThreshold(0.01), SeededThreshold(0.1), SeededThreshold(0.5),
+        SeededThreshold(0.999), CocktailMask::kMaxThreshold}) {
     for (uint64_t seed : {uint64_t{0}, uint64_t{1234}, ~uint64_t{0}}) {
       masks.push_back(CocktailMask::Seeded(seed, threshold, 3 + seed % 11));
     }
@@ -83,8 +83,8 @@ std::vector<CocktailMask> SomeMasks() {
 
 struct Sampled {
   uint64_t m = 0;
-  std::vector<float> values;          // ws->sampled
-  std::vector<uint32_t> index;        // ws->sampled_index (seeded)
+  std::vector<float> values;    // ws->sampled
+  std::vector<uint32_t> index;  // ws->sampled_index (seeded)
 };
 
 // RollingGather, or SeededMembers + ExclusiveSum + StoreTotal + SeededCompact. `v` may be null
@@ -136,7 +136,8 @@ SelectState EmulateSelect(const std::vector<float>& values, uint32_t k) {
     const int per_thread = nbins / kThreads;
     std::vector<uint32_t> totals(kThreads, 0);
     for (int t = 0; t < kThreads; ++t) {
-      for (int c = 0; c < per_thread; ++c) totals[t] += histogram[ChunkTop(nbins, per_thread, t) - c];
+      for (int c = 0; c < per_thread; ++c)
+        totals[t] += histogram[ChunkTop(nbins, per_thread, t) - c];
     }
     const std::vector<uint32_t> exclusive = ExclusiveScan(totals);
     SelectState next = state;
@@ -189,7 +190,8 @@ Emitted EmulateEmit(const Sampled& s, const CocktailMaskParams& p, const SelectS
     const int lane = static_cast<int>(j % kWordBits);
     const uint32_t keep = KeepLaneBits(greater[w], equal[w], EqualOf(before[w]), ties);
     const uint64_t byte = 4 * static_cast<uint64_t>(w) + lane;
-    if (lane < 4 && byte < bitmap_bytes) e.bitmap[byte] = BitmapWordByte(BitmapWordOfLanes(keep), lane);
+    if (lane < 4 && byte < bitmap_bytes)
+      e.bitmap[byte] = BitmapWordByte(BitmapWordOfLanes(keep), lane);
     if (j < m && ((keep >> lane) & 1u) != 0) {
       const uint64_t r = KeptBefore(before[w], ties) + RankInLaneBits(keep, lane);
       EXPECT_LT(r, static_cast<uint64_t>(k));
@@ -246,9 +248,9 @@ Status EmulateEncode(const CodecConfig& config, const std::vector<float>& x, uin
   options.rounding = config.rounding;
   options.seed = config.seed;
   options.stream = step;
-  GEOTRAIN_RETURN_IF_ERROR(EncodeFixpointBlock(
-      e.kept.data(), QuantLayout{1, k, ScaleMode::kPerTile, config.quant_group}, options,
-      &payload, xhat.data(), nullptr));
+  GEOTRAIN_RETURN_IF_ERROR(
+      EncodeFixpointBlock(e.kept.data(), QuantLayout{1, k, ScaleMode::kPerTile, config.quant_group},
+                          options, &payload, xhat.data(), nullptr));
   if (residual != nullptr) {  // SubtractSent
     for (int64_t c = 0; c < k; ++c) (*residual)[e.coords[c]] -= xhat[c];
   }
@@ -276,9 +278,9 @@ std::vector<float> EmulateDecode(const std::vector<uint8_t>& params_bytes,
   Span<const uint8_t> bitmap;
   EXPECT_TRUE(payload.GetSpan(bytes, &bitmap, "bitmap").ok());
   if (k > 0) {
-    EXPECT_TRUE(DecodeFixpointBlock(&payload, QuantLayout{1, static_cast<int64_t>(k),
-                                                          ScaleMode::kPerTile, group},
-                                    bits, decoded.data())
+    EXPECT_TRUE(DecodeFixpointBlock(
+                    &payload, QuantLayout{1, static_cast<int64_t>(k), ScaleMode::kPerTile, group},
+                    bits, decoded.data())
                     .ok());
   }
   std::vector<float> out(n, 0.0f);  // ZeroDevice
@@ -420,7 +422,8 @@ TEST(CudaCocktailMath, BitmapWordsAreTheMsbFirstBitPackingOfTheKeepFlags) {
     const uint64_t words = WordCount(m);
     std::vector<uint8_t> ours(packed.size(), 0xa5);
     for (uint64_t w = 0; w < words; ++w) {
-      const uint32_t lanes = Ballot(w, [&](int64_t j) { return j < static_cast<int64_t>(m) && flags[j]; });
+      const uint32_t lanes =
+          Ballot(w, [&](int64_t j) { return j < static_cast<int64_t>(m) && flags[j]; });
       for (int q = 0; q < 4; ++q) {
         if (4 * w + q < ours.size()) ours[4 * w + q] = BitmapWordByte(BitmapWordOfLanes(lanes), q);
       }
@@ -481,7 +484,8 @@ TEST(CudaCocktailMath, RadixSelectFindsFindMagnitudeThresholdsKeyTiesAndEqual) {
   EXPECT_GT(partial_ties, 40);
 }
 
-// ---- the emulated device codec against CocktailCodec ---------------------------------------------
+// ---- the emulated device codec against CocktailCodec
+// ---------------------------------------------
 
 struct CodecCase {
   MaskMode mode;
@@ -502,8 +506,8 @@ std::string Describe(const CodecCase& c) {
 std::vector<CodecCase> CodecCases() {
   std::vector<CodecCase> cases;
   for (MaskMode mode : {MaskMode::kRolling, MaskMode::kSeeded}) {
-    for (Data data : {Data::kGaussian, Data::kFewLevels, Data::kSameMagnitude,
-                      Data::kZerosAndTiny, Data::kWideRange}) {
+    for (Data data : {Data::kGaussian, Data::kFewLevels, Data::kSameMagnitude, Data::kZerosAndTiny,
+                      Data::kWideRange}) {
       cases.push_back({mode, 0.1, 0.2, 4, 128, Rounding::kNearest, 20000, data});
       cases.push_back({mode, 0.3, 0.5, 8, 64, Rounding::kStochastic, 3001, data});
       cases.push_back({mode, 1.0, 0.01, 2, 128, Rounding::kNearest, 4097, data});

@@ -63,9 +63,8 @@ std::vector<uint8_t> KernelOrderBlock(const std::vector<float>& x, const QuantLa
     for (int k = 0; k < 8 && i0 + k < total; ++k) {
       const int64_t i = i0 + k;
       const int64_t s = ScaleIndex(g, i / l.cols, i % l.cols);
-      codes[k] = LevelCode(QuantLevel(x[i], mul[s], f, o.rounding == Rounding::kStochastic,
-                                      o.seed, o.stream, i),
-                           f);
+      codes[k] = LevelCode(
+          QuantLevel(x[i], mul[s], f, o.rounding == Rounding::kStochastic, o.seed, o.stream, i), f);
     }
     const uint64_t word = PackGroup(codes, o.bits);
     const uint64_t first = static_cast<uint64_t>(i0 / 8) * o.bits;
@@ -99,7 +98,8 @@ std::vector<float> KernelOrderDecode(const std::vector<uint8_t>& block, const Qu
   for (int64_t i0 = 0; i0 < total; i0 += 8) {
     const uint64_t first = static_cast<uint64_t>(i0 / 8) * bits;
     uint64_t word = 0;
-    for (int b = 0; b < bits; ++b) word = (word << 8) | (first + b < packed_bytes ? packed[first + b] : 0);
+    for (int b = 0; b < bits; ++b)
+      word = (word << 8) | (first + b < packed_bytes ? packed[first + b] : 0);
     uint8_t codes[8];
     UnpackGroup(word, bits, codes);
     for (int k = 0; k < 8 && i0 + k < total; ++k) {

@@ -58,21 +58,50 @@ bool SameBits(float a, float b) { return FloatBits(a) == FloatBits(b); }
 // Floats worth trying: random bit patterns (every exponent, subnormals, NaN and inf included),
 // random normals at several scales and the special values.
 std::vector<float> InterestingFloats(size_t random_count, uint64_t seed) {
-  std::vector<float> v = {0.0f,      -0.0f,     1.0f,      -1.0f,     0.5f,       2.0f,
-                          1e-45f,    -1e-45f,   1e-40f,    1.17549435e-38f,       3e38f,
-                          -3e38f,    FLT_MAX,   -FLT_MAX,  65504.0f,  -65504.0f,  65519.0f,
-                          65520.0f,  -65520.0f, 6.1035e-5f, 5.96e-8f, 2.98e-8f,   1e30f,
-                          1.0000001f, 0.99999994f, std::numeric_limits<float>::infinity(),
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          0.5f,
+                          2.0f,
+                          1e-45f,
+                          -1e-45f,
+                          1e-40f,
+                          1.17549435e-38f,
+                          3e38f,
+                          -3e38f,
+                          FLT_MAX,
+                          -FLT_MAX,
+                          65504.0f,
+                          -65504.0f,
+                          65519.0f,
+                          65520.0f,
+                          -65520.0f,
+                          6.1035e-5f,
+                          5.96e-8f,
+                          2.98e-8f,
+                          1e30f,
+                          1.0000001f,
+                          0.99999994f,
+                          std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(),
                           std::numeric_limits<float>::quiet_NaN()};
   SplitMix64 rng(seed);
   for (size_t i = 0; i < random_count; ++i) {
     const uint64_t r = rng.Next();
     switch (i % 4) {
-      case 0: v.push_back(BitsToFloat(static_cast<uint32_t>(r))); break;
-      case 1: v.push_back(rng.Normal()); break;
-      case 2: v.push_back(rng.Normal() * 30000.0f); break;
-      default: v.push_back(rng.Normal() * std::ldexp(1.0f, static_cast<int>(r % 60) - 40)); break;
+      case 0:
+        v.push_back(BitsToFloat(static_cast<uint32_t>(r)));
+        break;
+      case 1:
+        v.push_back(rng.Normal());
+        break;
+      case 2:
+        v.push_back(rng.Normal() * 30000.0f);
+        break;
+      default:
+        v.push_back(rng.Normal() * std::ldexp(1.0f, static_cast<int>(r % 60) - 40));
+        break;
     }
   }
   return v;
@@ -156,7 +185,8 @@ TEST(CudaTahMath, ScaleChoicesAreBitIdentical) {
   for (size_t i = 0; i < lo.size(); ++i) {
     const TahTileScale cpu32 = ChooseTahTileScaleF32(lo[i], hi[i], bits[i]);
     const TahScale s = TahChooseScaleF32(lo[i], hi[i], bits[i]);
-    ASSERT_TRUE(SameBits(s.zero, cpu32.zero) && SameBits(s.scale, cpu32.scale)) << lo[i] << " " << hi[i];
+    ASSERT_TRUE(SameBits(s.zero, cpu32.zero) && SameBits(s.scale, cpu32.scale))
+        << lo[i] << " " << hi[i];
     for (int g : {8, 64, 1024}) {
       for (bool rotated : {false, true}) {
         ASSERT_EQ(TahScaleIsSafe(s, bits[i], g, rotated),
@@ -175,7 +205,8 @@ TEST(CudaTahMath, ScaleChoicesAreBitIdentical) {
       for (int bits = 2; bits <= 8; ++bits) {
         const TahTileScale cpu32 = ChooseTahTileScaleF32(a, b, bits);
         const TahScale s = TahChooseScaleF32(a, b, bits);
-        ASSERT_TRUE(SameBits(s.zero, cpu32.zero) && SameBits(s.scale, cpu32.scale)) << a << " " << b;
+        ASSERT_TRUE(SameBits(s.zero, cpu32.zero) && SameBits(s.scale, cpu32.scale))
+            << a << " " << b;
       }
     }
   }
@@ -184,7 +215,8 @@ TEST(CudaTahMath, ScaleChoicesAreBitIdentical) {
     for (float sc : {0.0f, -0.0f, -1.0f, 1e-30f, 1e30f, 3e38f, NAN, INFINITY, 1.0f}) {
       const TahTileScale c{z, sc};
       for (int b : {2, 8}) {
-        ASSERT_EQ(TahScaleIsSafe(TahScale{z, sc}, b, 1024, true), TahTileScaleIsSafe(c, b, 1024, true));
+        ASSERT_EQ(TahScaleIsSafe(TahScale{z, sc}, b, 1024, true),
+                  TahTileScaleIsSafe(c, b, 1024, true));
         ASSERT_EQ(TahScaleIsSafe(TahScale{z, sc}, b, 8, false), TahTileScaleIsSafe(c, b, 8, false));
       }
     }
@@ -310,7 +342,8 @@ TEST(CudaTahMath, CodeGroupsAreTheTileQuantizers) {
         }
         ASSERT_EQ(0, std::memcmp(cpu_out.data(), model_out.data(), 4 * g)) << g << " " << bits;
         double cpu_err = 0;
-        for (int i = 0; i < g; ++i) cpu_err += (x[i] - cpu_out[i]) * static_cast<double>(x[i] - cpu_out[i]);
+        for (int i = 0; i < g; ++i)
+          cpu_err += (x[i] - cpu_out[i]) * static_cast<double>(x[i] - cpu_out[i]);
         EXPECT_NEAR(err, cpu_err, 1e-6 * cpu_err + 1e-12);
       }
     }
@@ -332,7 +365,8 @@ void EmulateGroupHadamard(std::vector<Group>* groups, float normalizer) {
   for (Group& v : *groups) TahHadamard8(v.data());
   for (int m = 1; m < p; m <<= 1) {
     const std::vector<Group> before = *groups;
-    for (int j = 0; j < p; ++j) TahButterflyGroups((*groups)[j].data(), before[j ^ m].data(), (j & m) == 0);
+    for (int j = 0; j < p; ++j)
+      TahButterflyGroups((*groups)[j].data(), before[j ^ m].data(), (j & m) == 0);
   }
   for (Group& v : *groups) TahScaleGroup(v.data(), normalizer);
 }
@@ -396,10 +430,19 @@ TEST(CudaTahMath, LaneStatisticsAreTheCpuStatistics) {
     for (int t = 0; t < 60; ++t) {
       std::vector<float> tile = MakeGaussian(g, t * 7 + g, t % 2 ? 1.0f : 1000.0f);
       switch (t % 10) {
-        case 0: std::fill(tile.begin(), tile.end(), 0.0f); break;
-        case 1: std::fill(tile.begin(), tile.end(), -0.0f); tile[g - 1] = 0.0f; break;
-        case 2: std::fill(tile.begin(), tile.end(), 3.25f); break;  // ties everywhere
-        case 3: tile[3] = tile[g - 2] = 1e5f; break;                 // tied maxima
+        case 0:
+          std::fill(tile.begin(), tile.end(), 0.0f);
+          break;
+        case 1:
+          std::fill(tile.begin(), tile.end(), -0.0f);
+          tile[g - 1] = 0.0f;
+          break;
+        case 2:
+          std::fill(tile.begin(), tile.end(), 3.25f);
+          break;  // ties everywhere
+        case 3:
+          tile[3] = tile[g - 2] = 1e5f;
+          break;  // tied maxima
         case 4:
           for (float& v : tile) {  // random finite bit patterns
             do {
@@ -407,11 +450,21 @@ TEST(CudaTahMath, LaneStatisticsAreTheCpuStatistics) {
             } while (!std::isfinite(v));
           }
           break;
-        case 5: for (float& v : tile) v *= 1e-40f; break;  // subnormals
-        case 6: for (float& v : tile) v = std::round(v * 2) / 2; break;  // many equal |x|
-        case 7: tile[0] = 3e38f; tile[1] = 3e38f; break;  // Σ|x| overflows
-        case 8: tile[g / 3] = -65504.0f; break;
-        default: break;
+        case 5:
+          for (float& v : tile) v *= 1e-40f;
+          break;  // subnormals
+        case 6:
+          for (float& v : tile) v = std::round(v * 2) / 2;
+          break;  // many equal |x|
+        case 7:
+          tile[0] = 3e38f;
+          tile[1] = 3e38f;
+          break;  // Σ|x| overflows
+        case 8:
+          tile[g / 3] = -65504.0f;
+          break;
+        default:
+          break;
       }
       x.insert(x.end(), tile.begin(), tile.end());
     }
@@ -447,7 +500,8 @@ TEST(CudaTahMath, BitmapsFieldsAndRanksArePackFieldsAndPackBitmap) {
     for (uint64_t q = 0; q < model.size(); ++q) model[q] = TahBitmapByte(flags.data(), n, q);
     ASSERT_EQ(model, cpu);
     std::vector<uint32_t> prefix(model.size() + 1, 0);
-    for (size_t q = 0; q < model.size(); ++q) prefix[q + 1] = prefix[q] + __builtin_popcount(model[q]);
+    for (size_t q = 0; q < model.size(); ++q)
+      prefix[q + 1] = prefix[q] + __builtin_popcount(model[q]);
     uint64_t ones = 0;
     for (uint64_t i = 0; i < n; ++i) {
       ASSERT_EQ(TahRank(model.data(), prefix.data(), i), ones) << i;
@@ -579,7 +633,8 @@ Status ModelEncode(const CodecConfig& config, const std::vector<float>& x, const
     float lo = mins[k], hi = maxs[k];
     if (rot) {  // RotateForEncode
       std::vector<int> firsts;
-      for (int j = 0; j < g / 8; ++j) firsts.push_back(TahGroupPivot(groups[j].data(), abs_max[k], j, g));
+      for (int j = 0; j < g / 8; ++j)
+        firsts.push_back(TahGroupPivot(groups[j].data(), abs_max[k], j, g));
       const int first = EmulateXorReduce(firsts, [](int a, int b) { return std::min(a, b); });
       const int pivot = first < g ? first : 0;
       EmulateGroupSwap(&groups, pivot);
@@ -666,7 +721,8 @@ Status ModelDecode(const FrameContent& frame, std::vector<float>* out) {
       EmulateGroupHadamard(&groups, HadamardNormalizer(g));
       EmulateGroupSwap(&groups, pivot);
     }
-    for (int j = 0; j < g / 8; ++j) std::copy(groups[j].begin(), groups[j].end(), out->data() + k * g + 8 * j);
+    for (int j = 0; j < g / 8; ++j)
+      std::copy(groups[j].begin(), groups[j].end(), out->data() + k * g + 8 * j);
   }
   return OkStatus();
 }
@@ -731,8 +787,8 @@ TEST(CudaTahModel, FramesMatchTheCpuCodecOverSettings) {
             const std::vector<float> x = Spiky(rows, cols, tile, tile + hb * 10 + lb);
             ExpectModelMatchesCpu(TahConfig(tile, hb, lb, ratio, unit, tau), x, {2, 3, cols},
                                   "tile " + std::to_string(tile) + " bits " + std::to_string(hb) +
-                                      "/" + std::to_string(lb) + " ratio " +
-                                      std::to_string(ratio) + " tau " + std::to_string(tau) +
+                                      "/" + std::to_string(lb) + " ratio " + std::to_string(ratio) +
+                                      " tau " + std::to_string(tau) +
                                       (unit == EntropyUnit::kToken ? " token" : " tile"));
             ++cases;
             if (HasFailure()) return;
@@ -857,9 +913,9 @@ TEST(CudaTahModel, FramesMatchTheCpuCodecOnHostileInputs) {
         if (in.shape.empty() || in.shape.back() % tile != 0) continue;
         for (double tau : {1.0, 2.0}) {
           for (auto [hb, lb, ratio] : {std::tuple{4, 3, 0.8}, std::tuple{3, 6, 0.5}}) {
-            ExpectModelMatchesCpu(TahConfig(tile, hb, lb, ratio, unit, tau), in.x, in.shape,
-                                  in.name + " tile " + std::to_string(tile) + " tau " +
-                                      std::to_string(tau));
+            ExpectModelMatchesCpu(
+                TahConfig(tile, hb, lb, ratio, unit, tau), in.x, in.shape,
+                in.name + " tile " + std::to_string(tile) + " tau " + std::to_string(tau));
             ++cases;
           }
         }
@@ -877,7 +933,8 @@ TEST(CudaTahModel, RandomTensorsMatchTheCpuCodec) {
     const int64_t tiles_per_row = 1 + static_cast<int64_t>(rng.Next() % (tile >= 256 ? 3 : 9));
     const int64_t rows = 1 + static_cast<int64_t>(rng.Next() % (tile >= 256 ? 8 : 40));
     const int64_t cols = tile * tiles_per_row;
-    std::vector<float> x = MakeGaussian(rows * cols, 1000 + trial, std::ldexp(1.0f, trial % 20 - 8));
+    std::vector<float> x =
+        MakeGaussian(rows * cols, 1000 + trial, std::ldexp(1.0f, trial % 20 - 8));
     const int spikes = static_cast<int>(rng.Next() % 20);
     for (int s = 0; s < spikes; ++s) x[rng.Next() % x.size()] *= 50.0f;
     if (trial % 3 == 0) {
@@ -902,8 +959,8 @@ void ExpectSameVerdict(const FrameContent& content, const std::string& what) {
   const Status cpu = (*codec)->Decode(content, out.data());
   TahFrameLayout layout;
   const Status mine = CheckTahFrame(content, &layout);
-  ASSERT_EQ(cpu.code(), mine.code()) << what << ": cpu " << cpu.ToString() << ", check "
-                                     << mine.ToString();
+  ASSERT_EQ(cpu.code(), mine.code())
+      << what << ": cpu " << cpu.ToString() << ", check " << mine.ToString();
   ASSERT_EQ(cpu.message(), mine.message()) << what;
   if (mine.ok()) {  // and the model decoder agrees with the CPU one on what it accepts
     std::vector<float> model;
@@ -953,13 +1010,23 @@ TEST(CudaTahFrameCheck, RefusesExactlyWhatTheCpuDecoderRefuses) {
           case 0:
             if (!p.empty()) p[r / 8 % p.size()] ^= static_cast<uint8_t>(1u << (r / 1024 % 8));
             break;
-          case 1: if (!p.empty()) p[r / 8 % p.size()] = static_cast<uint8_t>(r >> 40); break;
+          case 1:
+            if (!p.empty()) p[r / 8 % p.size()] = static_cast<uint8_t>(r >> 40);
+            break;
           case 2:
           case 3:
-          case 4: q[r / 8 % q.size()] ^= static_cast<uint8_t>(1u << (r / 1024 % 8)); break;
-          case 5: q.resize(r / 8 % (q.size() + 2)); break;
-          case 6: if (!p.empty()) p.resize(r / 8 % (p.size() + 1)); break;
-          default: shape.back() = shape.back() == 96 ? 48 : shape.back() * 2; break;
+          case 4:
+            q[r / 8 % q.size()] ^= static_cast<uint8_t>(1u << (r / 1024 % 8));
+            break;
+          case 5:
+            q.resize(r / 8 % (q.size() + 2));
+            break;
+          case 6:
+            if (!p.empty()) p.resize(r / 8 % (p.size() + 1));
+            break;
+          default:
+            shape.back() = shape.back() == 96 ? 48 : shape.back() * 2;
+            break;
         }
         if (q.empty()) q.push_back(0);
       }

@@ -243,7 +243,8 @@ TEST(DeltaCodec, SteadyStateRatioAtFourBitsIsAtLeast7p5AndErrorFarBelowFixpoint)
   ASSERT_TRUE(DecodeFrame(*link.receiver, frame, {}, &out).ok());
   EXPECT_GE(stats.Ratio(), 7.5);
   const double fixpoint = FixpointRelativeError(x2, shape, 4);
-  EXPECT_LT(stats.rel_error, fixpoint / 20) << "delta " << stats.rel_error << " fixpoint " << fixpoint;
+  EXPECT_LT(stats.rel_error, fixpoint / 20)
+      << "delta " << stats.rel_error << " fixpoint " << fixpoint;
   EXPECT_NEAR(stats.rel_error, RelativeError(x2, out.values), 1e-6);
 }
 
@@ -374,7 +375,9 @@ TEST(DeltaCodec, HostileFramesGiveCleanErrors) {
   // Truncated payload, trailing bytes, bad counts: DATA_LOSS and nothing stored.
   auto truncate = [](std::vector<uint8_t>*, std::vector<uint8_t>* payload) { payload->pop_back(); };
   auto extend = [](std::vector<uint8_t>*, std::vector<uint8_t>* payload) { payload->push_back(0); };
-  auto truncate_params = [](std::vector<uint8_t>* params, std::vector<uint8_t>*) { params->pop_back(); };
+  auto truncate_params = [](std::vector<uint8_t>* params, std::vector<uint8_t>*) {
+    params->pop_back();
+  };
   auto big_count = [](std::vector<uint8_t>* params, std::vector<uint8_t>*) {
     const uint32_t n = 0xffffffffu;
     std::memcpy(params->data() + 16, &n, 4);  // after quant params, cache_bits, policy, capacity

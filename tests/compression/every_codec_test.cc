@@ -76,7 +76,8 @@ std::vector<Case> AllCases() {
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   std::string name = std::string(CodecName(info.param.codec)) + "_" + DTypeName(info.param.dtype) +
                      (info.param.zstd_level ? "_zstd" : "");
-  for (char& c : name) if (c == '-') c = '_';
+  for (char& c : name)
+    if (c == '-') c = '_';
   return name;
 }
 

@@ -15,7 +15,8 @@ namespace {
 TEST(BitPack, RoundTripsEveryWidthAcrossPieces) {
   for (int bits = 1; bits <= 8; ++bits) {
     std::vector<uint8_t> codes(1003);
-    for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>((i * 37 + 11) % (1u << bits));
+    for (size_t i = 0; i < codes.size(); ++i)
+      codes[i] = static_cast<uint8_t>((i * 37 + 11) % (1u << bits));
     std::vector<uint8_t> packed(PackedBytes(codes.size(), bits));
     BitPacker packer(packed.data(), bits);
     packer.Append(codes.data(), 7);  // unaligned pieces exercise the general path
@@ -78,9 +79,12 @@ TEST_P(FixpointRoundTrip, StaysWithinHalfAStepOfTheScale) {
   // Bound: |x - x̂| <= scale / 2^(b-1), scale = max|x| of the group rounded up to fp16.
   auto group_of = [&](int64_t r, int64_t c) -> int64_t {
     switch (p.mode) {
-      case ScaleMode::kPerChannel: return c;
-      case ScaleMode::kPerRow: return r;
-      case ScaleMode::kPerTile: return r * ((cols + 47) / 48) + c / 48;
+      case ScaleMode::kPerChannel:
+        return c;
+      case ScaleMode::kPerRow:
+        return r;
+      case ScaleMode::kPerTile:
+        return r * ((cols + 47) / 48) + c / 48;
     }
     return 0;
   };
@@ -222,10 +226,14 @@ TEST(Fixpoint, ThreadedEncodeAndDecodeGiveIdenticalFramesAndValues) {
       std::vector<uint8_t> single, threaded;
       EncodeStats single_stats, threaded_stats;
       auto one = MakeCodec(config);
-      ASSERT_TRUE(EncodeFrame(**one, {x.data(), DType::kFloat32, {rows, cols}}, &single, &single_stats).ok());
+      ASSERT_TRUE(
+          EncodeFrame(**one, {x.data(), DType::kFloat32, {rows, cols}}, &single, &single_stats)
+              .ok());
       config.threads = 4;
       auto many = MakeCodec(config);
-      ASSERT_TRUE(EncodeFrame(**many, {x.data(), DType::kFloat32, {rows, cols}}, &threaded, &threaded_stats).ok());
+      ASSERT_TRUE(
+          EncodeFrame(**many, {x.data(), DType::kFloat32, {rows, cols}}, &threaded, &threaded_stats)
+              .ok());
       EXPECT_EQ(single, threaded) << "bits=" << bits << " mode=" << ScaleModeName(mode);
       EXPECT_NEAR(single_stats.rel_error, threaded_stats.rel_error, 1e-6);
       DecodedTensor a, b;

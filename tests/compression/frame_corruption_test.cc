@@ -40,7 +40,8 @@ std::vector<std::vector<uint8_t>> ValidFrames(const CodecConfig& config) {
   for (int step = 0; step < 2; ++step) {
     const std::vector<float> x = MakeActivationLike(2 * 4, 32, 10 + step, 1);
     std::vector<uint8_t> frame;
-    const Status s = EncodeFrame(**codec, {x.data(), DType::kFloat32, {2, 4, 32}, ids, uint64_t(step)}, &frame);
+    const Status s =
+        EncodeFrame(**codec, {x.data(), DType::kFloat32, {2, 4, 32}, ids, uint64_t(step)}, &frame);
     EXPECT_TRUE(s.ok()) << config.Describe() << ": " << s.ToString();
     frames.push_back(frame);
   }
@@ -147,8 +148,9 @@ TEST(FrameCorruption, HeaderFieldsAreCheckedBeforeAnyAllocation) {
     EXPECT_NE(decoder.Decode(f, &out).message().find("frame.shape[2]"), std::string::npos);
   }
   // shape[0] = -1.
-  EXPECT_NE(with(40, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}).message().find("frame.shape[0]"),
-            std::string::npos);
+  EXPECT_NE(
+      with(40, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}).message().find("frame.shape[0]"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -80,9 +80,12 @@ std::unique_ptr<Codec> MakePowerSgd(int rank, bool error_feedback, uint64_t seed
 
 TEST(PowerSgd, StepsMatchNaiveProducts) {
   // Sizes off every block and lane multiple: 4-row blocks, 8/16-lane rank chunks, 8-column tails.
-  struct Case { int64_t n, m, r; };
+  struct Case {
+    int64_t n, m, r;
+  };
   for (const Case c : {Case{13, 37, 11}, Case{9, 21, 19}, Case{4, 16, 8}, Case{1, 5, 1}}) {
-    const Matrix mat = Gaussian(c.n, c.m, 1), q = Gaussian(c.m, c.r, 2), p_in = Gaussian(c.n, c.r, 3);
+    const Matrix mat = Gaussian(c.n, c.m, 1), q = Gaussian(c.m, c.r, 2),
+                 p_in = Gaussian(c.n, c.r, 3);
     Matrix p(c.n * c.r), q_out(c.m * c.r), rec(c.n * c.m), res(c.n * c.m);
     ComputeP(mat.data(), q.data(), c.n, c.m, c.r, p.data());
     ComputeQ(mat.data(), p_in.data(), c.n, c.m, c.r, q_out.data());
@@ -114,9 +117,9 @@ TEST(PowerSgd, OrthonormalizeCopesWithDegenerateColumns) {
   const int64_t n = 50, r = 6;
   Matrix p = Gaussian(n, r, 4);
   for (int64_t i = 0; i < n; ++i) {
-    p[i * r + 1] = 0.0f;                        // a zero column
-    p[i * r + 3] = 2.0f * p[i * r + 0];         // a multiple of an earlier one
-    p[i * r + 5] = p[i * r + 2] - p[i * r + 4]; // in the span of earlier ones
+    p[i * r + 1] = 0.0f;                         // a zero column
+    p[i * r + 3] = 2.0f * p[i * r + 0];          // a multiple of an earlier one
+    p[i * r + 5] = p[i * r + 2] - p[i * r + 4];  // in the span of earlier ones
   }
   Matrix again = p;
   Orthonormalize(p.data(), n, r);
@@ -164,7 +167,9 @@ TEST(PowerSgd, ReconstructsAnExactlyRankRMatrixInOneStep) {
 
 TEST(PowerSgd, NeverWorseThanSendingNothing) {
   // One step is an orthogonal projection of M onto span(P): ||M - M̂|| <= ||M||.
-  struct Case { int64_t n, m, r; };
+  struct Case {
+    int64_t n, m, r;
+  };
   uint64_t seed = 20;
   for (const Case c : {Case{37, 53, 3}, Case{256, 256, 8}, Case{5, 300, 5}, Case{300, 5, 9},
                        Case{64, 64, 1}, Case{1, 7, 4}}) {
@@ -300,9 +305,12 @@ TEST(PowerSgd, RejectsNonFiniteOrOverflowingInput) {
 
 TEST(PowerSgd, EmptyScalarAndVectorTensorsRoundTrip) {
   auto codec = MakePowerSgd(16, true);
-  struct Case { Shape shape; std::vector<float> x; };
-  for (const Case& c : {Case{{0, 8}, {}}, Case{{}, {2.5f}}, Case{{5}, {1, -2, 3, -4, 5}},
-                        Case{{3, 0}, {}}}) {
+  struct Case {
+    Shape shape;
+    std::vector<float> x;
+  };
+  for (const Case& c :
+       {Case{{0, 8}, {}}, Case{{}, {2.5f}}, Case{{5}, {1, -2, 3, -4, 5}}, Case{{3, 0}, {}}}) {
     std::vector<uint8_t> frame;
     ASSERT_TRUE(EncodeFrame(*codec, {c.x.data(), DType::kFloat32, c.shape}, &frame).ok());
     DecodedTensor out;
@@ -359,7 +367,8 @@ struct FactorFrame {
 
 void ExpectDataLoss(const Status& s, const std::string& field) {
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
-  EXPECT_NE(s.message().find(field), std::string::npos) << "wanted " << field << " in " << s.ToString();
+  EXPECT_NE(s.message().find(field), std::string::npos)
+      << "wanted " << field << " in " << s.ToString();
 }
 
 TEST(PowerSgdHostile, ValidFrameDecodes) { EXPECT_TRUE(FactorFrame(2, 12, 10).Decode().ok()); }

@@ -68,7 +68,7 @@ TEST(RandK, SameSeedAndStepGiveTheSamePositionsOnTwoInstances) {
   auto b = MakeRandK(0.02, DType::kFloat16);
   const auto first = KeptPositions(*a, *a, x, 7);
   EXPECT_EQ(first, KeptPositions(*b, *b, x, 7));
-  EXPECT_EQ(first, KeptPositions(*a, *b, x, 7));   // and again: stateless
+  EXPECT_EQ(first, KeptPositions(*a, *b, x, 7));  // and again: stateless
   const auto next_step = KeptPositions(*a, *a, x, 8);
   EXPECT_NE(first, next_step);
   auto other_seed = MakeRandK(0.02, DType::kFloat16, 43);
@@ -125,7 +125,8 @@ TEST(RandK, RoundTripsFloat32AndFloat16Values) {
     DecodedTensor out;
     EncodeStats stats;
     const auto kept = KeptPositions(*codec, *codec, x, 1, &out, &stats);
-    EXPECT_NEAR(static_cast<double>(kept.size()), SparseCount(0.25, x.size()), 2);  // a 0 could hide one
+    EXPECT_NEAR(static_cast<double>(kept.size()), SparseCount(0.25, x.size()),
+                2);  // a 0 could hide one
     double err = 0, norm = 0;
     for (size_t i = 0; i < x.size(); ++i) {
       if (out.values[i] != 0) {

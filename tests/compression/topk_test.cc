@@ -214,7 +214,8 @@ Status DecodeHostile(CodecId id, const SparseFrame& f) {
 
 void ExpectDataLoss(const Status& s, const std::string& field) {
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
-  EXPECT_NE(s.message().find(field), std::string::npos) << "wanted " << field << " in " << s.ToString();
+  EXPECT_NE(s.message().find(field), std::string::npos)
+      << "wanted " << field << " in " << s.ToString();
 }
 
 TEST(TopKHostile, ValidFrameDecodes) {
@@ -235,8 +236,7 @@ TEST(TopKHostile, IndexOutOfRange) {
 TEST(TopKHostile, IndicesNotStrictlyIncreasing) {
   ExpectDataLoss(DecodeHostile(CodecId::kTopK, SparseFrame({1, 4, 4}, {1, 2, 3}, 3)),
                  "topk.indices[2]: 4 does not follow");
-  ExpectDataLoss(DecodeHostile(CodecId::kTopK, SparseFrame({5, 2}, {1, 2}, 2)),
-                 "topk.indices[1]");
+  ExpectDataLoss(DecodeHostile(CodecId::kTopK, SparseFrame({5, 2}, {1, 2}, 2)), "topk.indices[1]");
 }
 
 TEST(TopKHostile, CountLargerThanElements) {

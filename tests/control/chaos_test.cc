@@ -83,8 +83,8 @@ bool WaitForSeededPoint(ControlCluster& cluster, int index, int64_t step, std::m
   }
   const double step_seconds = line.value("step_seconds", 1.0);
   std::uniform_real_distribution<double> fraction(0.0, 1.5);
-  std::this_thread::sleep_for(milliseconds(static_cast<int64_t>(1000 * step_seconds *
-                                                                fraction(*random))));
+  std::this_thread::sleep_for(
+      milliseconds(static_cast<int64_t>(1000 * step_seconds * fraction(*random))));
   return true;
 }
 
@@ -170,8 +170,8 @@ TEST(Chaos, SigkilledTaskChildrenAtSeededPointsAreRecovered) {
     const double recovery = WaitForRecovery(cluster, id, generation, fault, seconds(240));
     const nlohmann::json after = cluster.Job(id);
     const int64_t lost = JsonInt(after.value("steps_lost", nlohmann::json(0)));
-    PrintChaosLine("sigkill-task", "seed=" + std::to_string(seeds[i]), lost - lost_before,
-                   recovery, recovery >= 0 ? "recovered" : Outcome(after));
+    PrintChaosLine("sigkill-task", "seed=" + std::to_string(seeds[i]), lost - lost_before, recovery,
+                   recovery >= 0 ? "recovered" : Outcome(after));
     ASSERT_GE(recovery, 0) << after.dump() << cluster.Logs();
     EXPECT_LE(lost - lost_before, kCheckpointEvery) << after.dump();
     lost_before = lost;
@@ -361,7 +361,8 @@ TEST(Chaos, FullCheckpointDiskKeepsTrainingAndTheOlderCheckpoint) {
   ASSERT_TRUE(cluster.WaitForIdleWorkers(4)) << cluster.Logs();
   constexpr int kSteps = 20;
   const std::string checkpoints = disk.path() + "/checkpoints";
-  const std::string id = Submit(cluster, ChaosJob(cluster, kSteps, /*max_restarts=*/0, checkpoints));
+  const std::string id =
+      Submit(cluster, ChaosJob(cluster, kSteps, /*max_restarts=*/0, checkpoints));
   ASSERT_FALSE(id.empty());
 
   const std::string first = checkpoints + "/step-00000005";

@@ -204,8 +204,8 @@ class ControlCluster {
                  coordinator_->Stderr().find("listening on") != std::string::npos;
         },
         std::chrono::seconds(30));
-    ASSERT_TRUE(serving && coordinator_->running())
-        << "the coordinator did not start:\n" << coordinator_->Stderr();
+    ASSERT_TRUE(serving && coordinator_->running()) << "the coordinator did not start:\n"
+                                                    << coordinator_->Stderr();
   }
   Process& coordinator() { return *coordinator_; }
 
@@ -216,8 +216,8 @@ class ControlCluster {
     workers_.push_back(std::make_unique<Process>(
         GEOTRAIN_WORKER_BINARY,
         Args{"--coordinator", address(), "--advertise", "127.0.0.1", "--region", region,
-             "--work-dir", dir() + "/" + name, "--data-root", GEOTRAIN_SOURCE_DIR, "--threads",
-             "1", "--metrics-listen", "127.0.0.1:0"},
+             "--work-dir", dir() + "/" + name, "--data-root", GEOTRAIN_SOURCE_DIR, "--threads", "1",
+             "--metrics-listen", "127.0.0.1:0"},
         dir() + "/" + name));
     return *workers_.back();
   }

@@ -52,8 +52,8 @@ TEST(FailureRecovery, KilledWorkerIsReplacedBySpareAndJobCompletes) {
   ASSERT_GE(victim_index, 0) << "no work dir holds the id of worker " << victim;
   cluster.worker(victim_index).Kill(SIGKILL);
 
-  ASSERT_TRUE(cluster.WaitForJobState(id, {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"},
-                                      seconds(420)))
+  ASSERT_TRUE(
+      cluster.WaitForJobState(id, {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"}, seconds(420)))
       << cluster.Job(id).dump() << cluster.Logs();
   const nlohmann::json job = cluster.Job(id);
   EXPECT_EQ(job.value("state", ""), "JOB_STATE_SUCCEEDED") << job.dump() << cluster.Logs();
@@ -83,8 +83,8 @@ TEST(FailureRecovery, RestartedCoordinatorReattachesTheRunningJob) {
   std::this_thread::sleep_for(seconds(2));  // the ranks keep training meanwhile
   cluster.StartCoordinator();
 
-  ASSERT_TRUE(cluster.WaitForJobState(id, {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"},
-                                      seconds(420)))
+  ASSERT_TRUE(
+      cluster.WaitForJobState(id, {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"}, seconds(420)))
       << cluster.Job(id).dump() << cluster.Logs();
   const nlohmann::json job = cluster.Job(id);
   EXPECT_EQ(job.value("state", ""), "JOB_STATE_SUCCEEDED") << job.dump() << cluster.Logs();

@@ -56,8 +56,8 @@ TEST(JobLifecycle, TwoByTwoJobSucceedsWithFallingLossAndCancelStopsEveryChild) {
   const nlohmann::json all = cluster.CliJson({"jobs"});
   ASSERT_EQ(all.value("jobs", nlohmann::json::array()).size(), 1u) << all.dump();
   const std::string running_id = all["jobs"][0].value("id", "");
-  ASSERT_TRUE(WaitUntil(
-      [&] { return JsonInt(cluster.Job(running_id)["progress"]["step"]) >= 2; }, seconds(180)))
+  ASSERT_TRUE(WaitUntil([&] { return JsonInt(cluster.Job(running_id)["progress"]["step"]) >= 2; },
+                        seconds(180)))
       << cluster.Job(running_id).dump() << cluster.Logs();
 
   const CliResult cancelled = cluster.Cli({"cancel", running_id});

@@ -192,8 +192,9 @@ TEST(AdaptiveControllerTest, BandwidthDropLowersToTheLargestBitsThatHide) {
 }
 
 TEST(AdaptiveControllerTest, OneChangePerRankCarriesEveryChangedKind) {
-  Ranks ranks(Spec("pipeline: {stages: 3}\ncompression: {adaptive: true, forward: {codec: "
-                   "fixpoint, bits: 8}, backward: {codec: fixpoint, bits: 8}}\n"));
+  Ranks ranks(
+      Spec("pipeline: {stages: 3}\ncompression: {adaptive: true, forward: {codec: "
+           "fixpoint, bits: 8}, backward: {codec: fixpoint, bits: 8}}\n"));
   ranks.Send(1, 0, kForward, 1, 4e6);
   ranks.Send(1, 0, kBackward, 1, 2e6);
   const std::vector<RankChange> changes = ranks.Decide(1);

@@ -628,8 +628,8 @@ TEST_F(CoordinatorCoreTest, HelloReconcilesStaleTasks) {
   v1::Assignment unknown_done;
   unknown_done.set_job_id("job-77");
   unknown_done.set_generation(3);
-  Connect("w-1", {Task(cancelled, v1::TASK_STATE_RUNNING),
-                  Task(unknown_done, v1::TASK_STATE_SUCCEEDED)});
+  Connect("w-1",
+          {Task(cancelled, v1::TASK_STATE_RUNNING), Task(unknown_done, v1::TASK_STATE_SUCCEEDED)});
   Inbox inbox = Take("w-1");
   ASSERT_EQ(inbox.stops.size(), 1u);
   EXPECT_EQ(inbox.stops[0].job_id(), "job-1");
@@ -671,8 +671,9 @@ TEST_F(CoordinatorCoreTest, SubmitRefusesBadSpecsNamingTheField) {
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("spec_yaml"), std::string::npos);
 
-  request.set_spec_yaml("name: bad\nmodel: {dir: /m}\ndata: {train: [a.txt]}\n"
-                        "pipeline: {stages: two}\n");
+  request.set_spec_yaml(
+      "name: bad\nmodel: {dir: /m}\ndata: {train: [a.txt]}\n"
+      "pipeline: {stages: two}\n");
   request.set_source("bad.yaml");
   auto bad = core_->SubmitJob(request);
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
@@ -798,8 +799,7 @@ TEST_F(CoordinatorCoreTest, CudaJobsWaitForGpuWorkersAndSayWhy) {
             "2 idle workers with a CUDA device; 0 of the 2 idle now qualify");
   // First in, first placed: the CPU job waits although a worker for it is idle.
   EXPECT_EQ(GetJob("job-2").state(), v1::JOB_STATE_QUEUED);
-  EXPECT_EQ(GetJob("job-2").waiting_for(),
-            "job-1, submitted earlier (jobs are placed in order)");
+  EXPECT_EQ(GetJob("job-2").waiting_for(), "job-1, submitted earlier (jobs are placed in order)");
 
   const std::string gpu_a = AddGpuWorker(*core_, 1, sessions_);
   core_->Tick();
@@ -867,7 +867,7 @@ TEST_F(CoordinatorCoreTest, ASecondProberGetsItsLinksProbedBothWays) {
   const std::string first = RegisterProber(*core_, "us", 1);
   RecordingSession& first_session = Connect(first);
   EXPECT_TRUE(ProbeOrders(first_session).empty());  // nobody to probe yet
-  const std::string passive = Register("eu");        // no probe server
+  const std::string passive = Register("eu");       // no probe server
   Connect(passive);
   EXPECT_TRUE(ProbeOrders(first_session).empty());
 
@@ -991,7 +991,8 @@ TEST_F(CoordinatorCoreTest, StepTrafficFeedsPassiveLinkSamples) {
   EXPECT_EQ(forward->samples(), 2u);
   EXPECT_EQ(forward->probe_samples(), 0u);
   // (b x 8 MiB/s + 4 MiB/s) / (1 + b), b = LinkTable::kDecay
-  EXPECT_NEAR(forward->throughput_bytes_per_second(), (LinkTable::kDecay * 8 + 4) / (1 + LinkTable::kDecay) * (1 << 20), 1e-3);
+  EXPECT_NEAR(forward->throughput_bytes_per_second(),
+              (LinkTable::kDecay * 8 + 4) / (1 + LinkTable::kDecay) * (1 << 20), 1e-3);
   EXPECT_DOUBLE_EQ(forward->latency_seconds(), 0.004);
   EXPECT_EQ(forward->updated_unix_ms(), kStart);
   const v1::Link* backward = FindLink(links, stage1, stage0);
@@ -1029,7 +1030,8 @@ TEST_F(CoordinatorCoreTest, ShutdownWritesTheLinksAndARestartShowsTheSameMatrix)
   RestartCore();
   const v1::LinkMatrix after = core_->GetLinks();
   EXPECT_EQ(after.SerializeAsString(), before.SerializeAsString())
-      << before.DebugString() << "\nvs\n" << after.DebugString();
+      << before.DebugString() << "\nvs\n"
+      << after.DebugString();
 }
 
 // --- Link-aware placement and adaptive compression (job_tuning.cc) ---
@@ -1099,7 +1101,8 @@ TEST_F(CoordinatorCoreTest, AdaptiveCompressionLowersTheBitsOfASlowLink) {
   std::map<std::string, v1::Assignment> assigned = TakeAssignments(workers);
   ASSERT_EQ(assigned.size(), 2u);
   std::string first_stage_worker, last_stage_worker;
-  for (const auto& [id, a] : assigned) (a.stage() == 0 ? first_stage_worker : last_stage_worker) = id;
+  for (const auto& [id, a] : assigned)
+    (a.stage() == 0 ? first_stage_worker : last_stage_worker) = id;
   // The forward link is measured at 1 MB/s: 1 MB of 8-bit activations take a second, five times
   // the 0.2 s of compute they must hide behind.
   ASSERT_TRUE(Send(first_stage_worker, ProbeResultsFrom({{last_stage_worker, 1e6}})).ok());

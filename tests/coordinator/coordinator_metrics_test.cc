@@ -48,7 +48,8 @@ struct Page {
     EXPECT_NE(it, samples.end()) << "no series " << series << " in\n" << text;
     return it == samples.end() ? -1 : it->second;
   }
-  // How many samples of `name` carry `label` (`job_id="job-3"`: the closing quote keeps job-13 out).
+  // How many samples of `name` carry `label` (`job_id="job-3"`: the closing quote keeps job-13
+  // out).
   int Count(const std::string& name, const std::string& label = "") const {
     int count = 0;
     for (const auto& [series, value] : samples) {

@@ -66,8 +66,7 @@ class RecordingSession final : public SessionSink {
 
 // A valid job of `stages` x `replicas` ranks (docs/job-spec.md). The coordinator only parses it,
 // so the paths need not exist.
-inline std::string TinyJobYaml(int stages, int replicas, int max_restarts = 3,
-                               int steps = 20) {
+inline std::string TinyJobYaml(int stages, int replicas, int max_restarts = 3, int steps = 20) {
   return "name: tiny\n"
          "model:\n"
          "  dir: /nonexistent/gpt2-tiny\n"
@@ -75,14 +74,21 @@ inline std::string TinyJobYaml(int stages, int replicas, int max_restarts = 3,
          "  train: [\"examples/data/shakespeare/train.txt\"]\n"
          "  seq_length: 16\n"
          "pipeline:\n"
-         "  stages: " + std::to_string(stages) + "\n"
+         "  stages: " +
+         std::to_string(stages) +
+         "\n"
          "  micro_batch_size: 2\n"
          "  micro_batches: 4\n"
          "data_parallel:\n"
-         "  replicas: " + std::to_string(replicas) + "\n"
+         "  replicas: " +
+         std::to_string(replicas) +
+         "\n"
          "training:\n"
-         "  steps: " + std::to_string(steps) + "\n"
-         "  max_restarts: " + std::to_string(max_restarts) + "\n";
+         "  steps: " +
+         std::to_string(steps) +
+         "\n"
+         "  max_restarts: " +
+         std::to_string(max_restarts) + "\n";
 }
 
 }  // namespace geotrain::coordinator::testing

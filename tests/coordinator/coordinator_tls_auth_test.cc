@@ -124,16 +124,15 @@ TEST_F(CoordinatorTlsTest, AWorkerNeedsItsCertificateAndTheJoinToken) {
   EXPECT_NE(status.error_message().find("client certificate"), std::string::npos)
       << status.error_message();
   // A certificate from another CA: the handshake fails.
-  status = Register(Channel(In(other_, auth::kWorkerCertFile), In(other_, auth::kWorkerKeyFile),
-                            join));
+  status =
+      Register(Channel(In(other_, auth::kWorkerCertFile), In(other_, auth::kWorkerKeyFile), join));
   EXPECT_FALSE(status.ok());
   // The right certificate, no token, the other deployment's token, the admin token.
   for (const std::string& token :
        {std::string(), In(other_, auth::kJoinTokenFile), In(certs_, auth::kAdminTokenFile)}) {
     status = Register(WorkerChannel(token));
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
-    EXPECT_NE(status.error_message().find("worker join token missing or wrong"),
-              std::string::npos)
+    EXPECT_NE(status.error_message().find("worker join token missing or wrong"), std::string::npos)
         << status.error_message();
   }
   // Both: registered, and the rendezvous store is open to it.
@@ -209,8 +208,8 @@ TEST(CoordinatorSecurityRulesTest, APublicAddressNeedsTlsAndTokensUnlessInsecure
 }
 
 TEST(CoordinatorSecurityRulesTest, LoopbackIsDevelopmentModeAndTokensNeedTls) {
-  for (const char* address : {"127.0.0.1:7070", "127.3.2.1:1", "localhost:7070", "[::1]:7070",
-                              "unix:/tmp/x.sock"}) {
+  for (const char* address :
+       {"127.0.0.1:7070", "127.3.2.1:1", "localhost:7070", "[::1]:7070", "unix:/tmp/x.sock"}) {
     EXPECT_TRUE(IsLoopbackListenAddress(address)) << address;
   }
   for (const char* address : {"0.0.0.0:7070", "10.77.0.1:7070", "[::]:7070", "example.com:1"}) {
@@ -240,8 +239,7 @@ TEST(CoordinatorSecurityRulesTest, AReadableTokenFileIsRefused) {
   auto server = CoordinatorServer::Start(options);
   ASSERT_FALSE(server.ok());
   EXPECT_NE(server.status().message().find("--join-token-file"), std::string::npos);
-  EXPECT_NE(server.status().message().find("0644"), std::string::npos)
-      << server.status().message();
+  EXPECT_NE(server.status().message().find("0644"), std::string::npos) << server.status().message();
 }
 
 TEST(CallAuthorizerTest, EveryMethodOfBothServicesHasARole) {

@@ -71,8 +71,8 @@ class FaultInjectingStateStore final : public StateStore {
     return base_->PutLinks(links, forgotten_workers);
   }
 
-  StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id,
-                                                  int64_t after_sequence, int limit) override {
+  StatusOr<std::vector<v1::JobEvent>> EventsAfter(const std::string& job_id, int64_t after_sequence,
+                                                  int limit) override {
     return base_->EventsAfter(job_id, after_sequence, limit);
   }
   StatusOr<std::vector<v1::SequencedLogLine>> LogLinesAfter(const std::string& job_id,

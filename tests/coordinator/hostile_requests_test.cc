@@ -118,8 +118,7 @@ TEST_F(HostileRequestsTest, SubmitJobWithAbsurdSpecs) {
         std::string("name: [unclosed\n"), std::string(5000, '[')}) {
     const grpc::Status status = SubmitYaml(garbage);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
-    EXPECT_NE(status.error_message().find("job spec"), std::string::npos)
-        << status.error_message();
+    EXPECT_NE(status.error_message().find("job spec"), std::string::npos) << status.error_message();
   }
   // spec_yaml is a proto3 string: invalid UTF-8 is refused by protobuf before any handler runs
   // (gRPC reports the unparsable request as INTERNAL).
@@ -212,8 +211,7 @@ TEST_F(HostileRequestsTest, RegisterWithAbsurdCapabilities) {
 
 TEST_F(HostileRequestsTest, KvSetWithHugeValueOrKey) {
   // Beyond the server's largest message: gRPC refuses it before any handler runs.
-  ExpectRefused(KvSet("k", std::string(100 << 20, 'v')), grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "");
+  ExpectRefused(KvSet("k", std::string(100 << 20, 'v')), grpc::StatusCode::RESOURCE_EXHAUSTED, "");
   ExpectRefused(KvSet(std::string(1 << 20, 'k'), "v"), grpc::StatusCode::INVALID_ARGUMENT, "key");
   ExpectRefused(KvSet("", "v"), grpc::StatusCode::INVALID_ARGUMENT, "key");
   const grpc::Status ok = KvSet("rank0", "10.0.0.1:29500");

@@ -252,8 +252,7 @@ TEST(KvStoreTest, DropJobForgetsEveryGeneration) {
   ASSERT_TRUE(store.Set({"job-1", 2}, "a", "1").ok());
   ASSERT_TRUE(store.Set({"job-2", 1}, "a", "1").ok());
   Status status;
-  std::thread waiter(
-      [&] { status = store.Wait({"job-1", 3}, {"x"}, WaitUpTo(kLongWait)); });
+  std::thread waiter([&] { status = store.Wait({"job-1", 3}, {"x"}, WaitUpTo(kLongWait)); });
   EXPECT_TRUE(AwaitWaiters(store, 1));
   store.DropJob("job-1");
   waiter.join();
@@ -288,10 +287,9 @@ TEST(KvStoreTest, ValueLimit) {
   EXPECT_EQ(big.code(), StatusCode::kResourceExhausted);
   EXPECT_TRUE(Contains(big.message(), "key 'k'")) << big.message();
   EXPECT_EQ(*store.Get(kScope, "k"), std::string(10, 'x'));
-  EXPECT_EQ(store.CompareSet(kScope, "k", std::string(10, 'x'), std::string(11, 'y'))
-                .status()
-                .code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      store.CompareSet(kScope, "k", std::string(10, 'x'), std::string(11, 'y')).status().code(),
+      StatusCode::kResourceExhausted);
 }
 
 TEST(KvStoreTest, DefaultValueLimitIs16MiB) {

@@ -148,8 +148,10 @@ TEST(LinkTableTest, ProbesAndPassiveSamplesFeedOneEstimate) {
   // ((b x 100 + 50) / (1 + b), b = LinkTable::kDecay).
   ASSERT_TRUE(table.AddPassive({"w-1", "w-2", 50'000'000, 1.0, 0.020}, kNow + 1000));
   figures = *table.Lookup("w-1", "w-2");
-  EXPECT_NEAR(figures.throughput_bytes_per_second, (LinkTable::kDecay * 100e6 + 50e6) / (1 + LinkTable::kDecay), 1e-3);
-  EXPECT_NEAR(figures.latency_seconds, (LinkTable::kDecay * 0.010 + 0.020) / (1 + LinkTable::kDecay), 1e-12);
+  EXPECT_NEAR(figures.throughput_bytes_per_second,
+              (LinkTable::kDecay * 100e6 + 50e6) / (1 + LinkTable::kDecay), 1e-3);
+  EXPECT_NEAR(figures.latency_seconds,
+              (LinkTable::kDecay * 0.010 + 0.020) / (1 + LinkTable::kDecay), 1e-12);
   EXPECT_EQ(figures.samples, 2u);
   EXPECT_EQ(figures.probe_samples, 1u);
   EXPECT_EQ(figures.passive_samples(), 1u);
@@ -240,8 +242,8 @@ TEST(LinkTableTest, SurvivesTheStateStoreExactly) {
   ASSERT_EQ(state->links.size(), 2u);
   LinkTable restored;
   restored.Restore(state->links);
-  for (const auto& [src, dst] : {std::pair<std::string, std::string>{"w-1", "w-2"},
-                                 {"w-2", "w-1"}}) {
+  for (const auto& [src, dst] :
+       {std::pair<std::string, std::string>{"w-1", "w-2"}, {"w-2", "w-1"}}) {
     const LinkFigures a = *table.Lookup(src, dst);
     const LinkFigures b = *restored.Lookup(src, dst);
     EXPECT_EQ(a.throughput_bytes_per_second, b.throughput_bytes_per_second) << src;

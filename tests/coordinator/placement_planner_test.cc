@@ -16,8 +16,8 @@ JobShape Gpt2Shape(int stages, int replicas) {
   return NominalJobShape(stages, replicas, 8, 1, 1024, 2048, 24, 50257, 0.5, 0.5, 0.5, 100e12);
 }
 
-void ExpectValidGrid(const Plan& plan, const JobShape& shape, const std::vector<WorkerInfo>& workers,
-                     const LinkCosts& links) {
+void ExpectValidGrid(const Plan& plan, const JobShape& shape,
+                     const std::vector<WorkerInfo>& workers, const LinkCosts& links) {
   ASSERT_EQ(plan.error, "");
   ASSERT_EQ(plan.grid.size(), static_cast<size_t>(shape.num_stages) * shape.replicas);
   EXPECT_EQ(CheckPlacementInputs(shape, workers, links, plan.grid), "");
@@ -28,14 +28,15 @@ void ExpectValidGrid(const Plan& plan, const JobShape& shape, const std::vector<
 
 // Two regions of two workers, joined a b a b; fast inside, slow between.
 struct TwoRegions {
-  std::vector<WorkerInfo> workers = {{"w-0", "a", 1}, {"w-1", "b", 1}, {"w-2", "a", 1}, {"w-3", "b", 1}};
+  std::vector<WorkerInfo> workers = {
+      {"w-0", "a", 1}, {"w-1", "b", 1}, {"w-2", "a", 1}, {"w-3", "b", 1}};
   LinkCosts links{4};
   TwoRegions() {
     for (size_t i = 0; i < 4; ++i) {
       for (size_t j = 0; j < 4; ++j) {
         if (i == j) continue;
-        links.at(i, j) = workers[i].region == workers[j].region ? LinkCost{1.25e9, 1e-4}
-                                                               : LinkCost{1e7, 0.05};
+        links.at(i, j) =
+            workers[i].region == workers[j].region ? LinkCost{1.25e9, 1e-4} : LinkCost{1e7, 0.05};
       }
     }
   }
@@ -62,7 +63,8 @@ TEST(PlacementPlannerTest, KeepsPipelinesInsideARegionWhenActivationsDominate) {
   for (size_t r = 0; r < 2; ++r) {
     EXPECT_EQ(t.workers[plan.grid[r * 2]].region, t.workers[plan.grid[r * 2 + 1]].region) << r;
   }
-  const double inorder = EstimateStepCost(shape, t.workers, t.links, InOrderGrid(shape, 4)).step_seconds;
+  const double inorder =
+      EstimateStepCost(shape, t.workers, t.links, InOrderGrid(shape, 4)).step_seconds;
   EXPECT_LT(plan.cost.step_seconds, inorder / 10);
 }
 
@@ -93,7 +95,10 @@ TEST(PlacementPlannerTest, PrefersFastWorkersWhenThereAreMoreWorkersThanRanks) {
 }
 
 TEST(PlacementPlannerTest, NeverWorseThanInOrderOnSyntheticTopologies) {
-  struct Case { SyntheticTopologySpec spec; int stages, replicas; };
+  struct Case {
+    SyntheticTopologySpec spec;
+    int stages, replicas;
+  };
   const Case cases[] = {{{"8", 8, 4, false, 11}, 2, 4},
                         {{"8s", 8, 4, true, 12}, 4, 2},
                         {{"16", 16, 5, true, 13}, 4, 4},

@@ -49,10 +49,8 @@ std::vector<std::string> IdsOf(const std::vector<PlacementCandidate>& candidates
 }
 
 TEST(PlacementTest, CudaJobsGetOnlyWorkersWithTheirDeviceAtCudaSpeed) {
-  const std::vector<PlacementCandidate> idle = {{"w-1", "us", 8, 0},
-                                                {"w-2", "us", 8, 1},
-                                                {"w-3", "eu", 4, 2},
-                                                {"w-4", "eu", 16, 0}};
+  const std::vector<PlacementCandidate> idle = {
+      {"w-1", "us", 8, 0}, {"w-2", "us", 8, 1}, {"w-3", "eu", 4, 2}, {"w-4", "eu", 16, 0}};
   const auto one = CandidatesFor(idle, /*cuda_devices=*/1, /*ranks=*/1);
   EXPECT_EQ(IdsOf(one), (std::vector<std::string>{"w-2", "w-3"}));
   for (const PlacementCandidate& c : one) EXPECT_EQ(c.speed, kCudaWorkerSpeed) << c.worker_id;
@@ -62,9 +60,8 @@ TEST(PlacementTest, CudaJobsGetOnlyWorkersWithTheirDeviceAtCudaSpeed) {
 }
 
 TEST(PlacementTest, CpuJobsStayOffGpuWorkersWhileEnoughOthersAreIdle) {
-  const std::vector<PlacementCandidate> idle = {{"w-1", "us", 8, 0},
-                                                {"w-2", "us", 8, 1},
-                                                {"w-3", "eu", 4, 0}};
+  const std::vector<PlacementCandidate> idle = {
+      {"w-1", "us", 8, 0}, {"w-2", "us", 8, 1}, {"w-3", "eu", 4, 0}};
   const auto two = CandidatesFor(idle, 0, /*ranks=*/2);
   EXPECT_EQ(IdsOf(two), (std::vector<std::string>{"w-1", "w-3"}));
   EXPECT_EQ(two[0].speed, 8);  // its CPUs: the job never touches a GPU

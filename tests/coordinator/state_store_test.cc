@@ -63,8 +63,9 @@ TEST(StateStoreTest, EverythingSurvivesAReopen) {
 
     // Inserted out of number order: the load order is submission (number) order.
     ASSERT_TRUE(store->PutJob(MakeJob(10, v1::JOB_STATE_QUEUED), {}).ok());
-    ASSERT_TRUE(store->PutJob(MakeJob(9, v1::JOB_STATE_RUNNING),
-                              {MakeEvent("job-9", 1, "submitted"), MakeEvent("job-9", 2, "placed")})
+    ASSERT_TRUE(store
+                    ->PutJob(MakeJob(9, v1::JOB_STATE_RUNNING),
+                             {MakeEvent("job-9", 1, "submitted"), MakeEvent("job-9", 2, "placed")})
                     .ok());
 
     v1::SequencedLogLine line;
@@ -130,7 +131,8 @@ TEST(StateStoreTest, NothingWrittenIsLostWhenTheProcessIsKilled) {
     auto store = OpenSqliteStateStore(dir.path());
     if (!store.ok()) _exit(3);
     if (!(*store)->NextJobNumber().ok()) _exit(4);
-    if (!(*store)->PutJob(MakeJob(1, v1::JOB_STATE_RUNNING), {MakeEvent("job-1", 1, "placed")})
+    if (!(*store)
+             ->PutJob(MakeJob(1, v1::JOB_STATE_RUNNING), {MakeEvent("job-1", 1, "placed")})
              .ok()) {
       _exit(5);
     }
@@ -186,8 +188,7 @@ TEST(StateStoreTest, RefusesAFileThatIsNotADatabase) {
   EXPECT_EQ(store.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(store.status().message().find("coordinator.db"), std::string::npos)
       << store.status().message();
-  EXPECT_NE(store.status().message().find("not a geotrain coordinator database"),
-            std::string::npos)
+  EXPECT_NE(store.status().message().find("not a geotrain coordinator database"), std::string::npos)
       << store.status().message();
 }
 
@@ -200,8 +201,7 @@ TEST(StateStoreTest, RefusesAnotherProgramsDatabase) {
   }
   auto store = OpenSqliteStateStore(dir.path());
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("not a geotrain coordinator database"),
-            std::string::npos)
+  EXPECT_NE(store.status().message().find("not a geotrain coordinator database"), std::string::npos)
       << store.status().message();
   EXPECT_NE(store.status().message().find("songs"), std::string::npos);
 }

@@ -25,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     view.name = name;
     view.dtype = info.dtype;
     view.shape = info.shape;
-    view.bytes = file.subspan(header->data_offset + info.data_begin,
-                              info.data_end - info.data_begin);
+    view.bytes =
+        file.subspan(header->data_offset + info.data_begin, info.data_end - info.data_begin);
     // Bounded work: the conversion allocates 4 bytes per element.
     if (info.NumElements() <= (1 << 16)) (void)ConvertToFloat32(view);
   }

@@ -10,8 +10,8 @@
 
 #include "models/tokenizer/tokenizer_loaders.h"
 #include "tests/models/gpt2_tokenizer_files.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/models/tiny_bpe_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {

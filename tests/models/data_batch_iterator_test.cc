@@ -18,8 +18,8 @@ namespace {
 
 using geotrain::models::testing::kTinyEndOfText;
 using geotrain::models::testing::kTinyEndOfTextId;
-using geotrain::testing::TempDir;
 using geotrain::models::testing::TinyDataTokenizer;
+using geotrain::testing::TempDir;
 
 constexpr int64_t kSeqLength = 8;
 

@@ -39,10 +39,10 @@ TEST(ClassificationSetTest, JsonlSingleTextsArePaddedRowsWithTheirLabels) {
   const std::vector<int32_t> hello = Gpt2().EncodeOrdinary("Hello world");
   ASSERT_EQ(hello.size(), 2u);
   const Span<const uint32_t> row = *(*set)->dataset().Block(MakeSampleId(0, 0));
-  EXPECT_EQ(std::vector<uint32_t>(row.begin(), row.end()),
-            (std::vector<uint32_t>{kEndOfText, static_cast<uint32_t>(hello[0]),
-                                   static_cast<uint32_t>(hello[1]), kEndOfText, kEndOfText,
-                                   kEndOfText}));
+  EXPECT_EQ(
+      std::vector<uint32_t>(row.begin(), row.end()),
+      (std::vector<uint32_t>{kEndOfText, static_cast<uint32_t>(hello[0]),
+                             static_cast<uint32_t>(hello[1]), kEndOfText, kEndOfText, kEndOfText}));
   const ClassificationExample first = *(*set)->Example(MakeSampleId(0, 0));
   EXPECT_EQ(first.length, 4u);
   EXPECT_EQ(first.first_segment, 4u);
@@ -74,8 +74,9 @@ TEST(ClassificationSetTest, TsvPairsWithHeaderNamedLabelsAndLongestFirstTruncati
 TEST(ClassificationSetTest, HeaderlessTsvNamesColumnsByNumber) {
   geotrain::testing::TempDir dir;
   // GLUE's CoLA: source, label, original label, sentence; no header.
-  const std::string path = dir.Write("in_domain_train.tsv", "gj04\t1\t\tOur friends won't buy.\n"
-                                                            "gj04\t0\t*\tOne more pseudo.\n");
+  const std::string path = dir.Write("in_domain_train.tsv",
+                                     "gj04\t1\t\tOur friends won't buy.\n"
+                                     "gj04\t0\t*\tOne more pseudo.\n");
   ClassificationOptions options;
   options.text_field = "3";
   options.label_field = "1";

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/models/tiny_bpe_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models::testing {
 

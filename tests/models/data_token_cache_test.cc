@@ -17,8 +17,8 @@ namespace {
 
 using geotrain::models::testing::kTinyEndOfTextId;
 using geotrain::models::testing::LoadTinyDataTokenizer;
-using geotrain::testing::TempDir;
 using geotrain::models::testing::TinyDataTokenizer;
+using geotrain::testing::TempDir;
 
 std::vector<uint32_t> ToVector(Span<const uint32_t> tokens) {
   return std::vector<uint32_t>(tokens.begin(), tokens.end());

@@ -38,8 +38,7 @@ TEST(DigitsSplitterTest, IndividualDigits) {
   EXPECT_EQ(Split("abc", kMode), (Pieces{"abc"}));
   EXPECT_EQ(Split("7", kMode), (Pieces{"7"}));
   EXPECT_EQ(Split("abc 123x", kMode), (Pieces{"abc ", "1", "2", "3", "x"}));
-  EXPECT_EQ(Split("2024-11-22", kMode),
-            (Pieces{"2", "0", "2", "4", "-", "1", "1", "-", "2", "2"}));
+  EXPECT_EQ(Split("2024-11-22", kMode), (Pieces{"2", "0", "2", "4", "-", "1", "1", "-", "2", "2"}));
   EXPECT_EQ(Split("a1b22", kMode), (Pieces{"a", "1", "b", "2", "2"}));
   // \p{N}: Arabic-Indic (Nd), superscripts and fractions (No), Roman numerals (Nl), circled (No),
   // mathematical digits outside the BMP (Nd).
@@ -48,7 +47,10 @@ TEST(DigitsSplitterTest, IndividualDigits) {
   EXPECT_EQ(Split("Ⅻ①", kMode), (Pieces{"Ⅻ", "①"}));
   EXPECT_EQ(Split("𝟙𝟚!", kMode), (Pieces{"𝟙", "𝟚", "!"}));
   // Invalid UTF-8 is not a digit and stays byte for byte in its piece.
-  EXPECT_EQ(Split("\xff" "1\xe2\x82", kMode), (Pieces{"\xff", "1", "\xe2\x82"}));
+  EXPECT_EQ(Split("\xff"
+                  "1\xe2\x82",
+                  kMode),
+            (Pieces{"\xff", "1", "\xe2\x82"}));
 }
 
 TEST(DigitsSplitterTest, ContiguousDigits) {
@@ -82,9 +84,9 @@ json ByteLevel() {
 }
 
 json DigitsThenByteLevel(bool individual) {
-  return {{"type", "Sequence"},
-          {"pretokenizers",
-           {{{"type", "Digits"}, {"individual_digits", individual}}, ByteLevel()}}};
+  return {
+      {"type", "Sequence"},
+      {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", individual}}, ByteLevel()}}};
 }
 
 TEST(DigitsSplitterTest, TokenizerJsonSequenceSplitsDigitsBeforeByteLevel) {
@@ -120,8 +122,7 @@ TEST(DigitsSplitterTest, TokenizerJsonRefusesOtherSequences) {
   };
   json prefix = DigitsThenByteLevel(true);
   prefix["pretokenizers"][1]["add_prefix_space"] = true;
-  json reversed = {{"type", "Sequence"},
-                   {"pretokenizers", {ByteLevel(), {{"type", "Digits"}}}}};
+  json reversed = {{"type", "Sequence"}, {"pretokenizers", {ByteLevel(), {{"type", "Digits"}}}}};
   json three = DigitsThenByteLevel(true);
   three["pretokenizers"].push_back(ByteLevel());
   json digits_flag = DigitsThenByteLevel(true);
@@ -137,8 +138,7 @@ TEST(DigitsSplitterTest, TokenizerJsonRefusesOtherSequences) {
       {"Digits alone", {{"type", "Digits"}}, {"pre_tokenizer.type", "\"Digits\""}},
   };
   for (const Case& c : cases) {
-    const std::string path =
-        dir.Write("t.json", TinyWithDigitMerges(c.pre_tokenizer).dump());
+    const std::string path = dir.Write("t.json", TinyWithDigitMerges(c.pre_tokenizer).dump());
     const Status status = LoadTokenizerJson(path).status();
     ASSERT_FALSE(status.ok()) << c.label;
     for (const std::string& w : c.wanted) {

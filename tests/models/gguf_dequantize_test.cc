@@ -6,9 +6,9 @@
 
 #include "common/half.h"
 #include "common/io/file_contents.h"
+#include "common/io/strict_json.h"
 #include "models/gguf/ggml_dequantize.h"
 #include "models/gguf/gguf_file.h"
-#include "common/io/strict_json.h"
 #include "tests/models/gguf_golden_files.h"
 
 namespace geotrain::models {
@@ -50,7 +50,8 @@ TEST(GgufDequantizeTest, Q4_0LowNibblesAreTheFirstHalf) {
   block[2] = 0xF0;  // element 0: 0 - 8; element 16: 15 - 8
   block[3] = 0x19;  // element 1: 9 - 8; element 17: 1 - 8
   std::vector<float> out(32);
-  ASSERT_TRUE(DequantizeGgml(GgmlType::kQ4_0, Span<const uint8_t>(block, 18), Span<float>(out)).ok());
+  ASSERT_TRUE(
+      DequantizeGgml(GgmlType::kQ4_0, Span<const uint8_t>(block, 18), Span<float>(out)).ok());
   EXPECT_EQ(out[0], -4.0f);
   EXPECT_EQ(out[16], 3.5f);
   EXPECT_EQ(out[1], 0.5f);
@@ -65,7 +66,8 @@ TEST(GgufDequantizeTest, Q4_1AddsTheMinimum) {
   std::memcpy(block + 2, &m, 2);
   block[4] = 0x4F;
   std::vector<float> out(32);
-  ASSERT_TRUE(DequantizeGgml(GgmlType::kQ4_1, Span<const uint8_t>(block, 20), Span<float>(out)).ok());
+  ASSERT_TRUE(
+      DequantizeGgml(GgmlType::kQ4_1, Span<const uint8_t>(block, 20), Span<float>(out)).ok());
   EXPECT_EQ(out[0], 15 * 0.25f - 1.0f);
   EXPECT_EQ(out[16], 4 * 0.25f - 1.0f);
   EXPECT_EQ(out[31], -1.0f);
@@ -78,7 +80,8 @@ TEST(GgufDequantizeTest, Q8_0IsSignedBytesTimesScale) {
   block[2] = 0x80;  // -128
   block[3] = 0x7F;  // 127
   std::vector<float> out(32);
-  ASSERT_TRUE(DequantizeGgml(GgmlType::kQ8_0, Span<const uint8_t>(block, 34), Span<float>(out)).ok());
+  ASSERT_TRUE(
+      DequantizeGgml(GgmlType::kQ8_0, Span<const uint8_t>(block, 34), Span<float>(out)).ok());
   EXPECT_EQ(out[0], 256.0f);
   EXPECT_EQ(out[1], -254.0f);
 }

@@ -47,7 +47,11 @@ struct FileParts {
   size_t data_bytes = 16;
 };
 
-std::string DefaultKv() { GgufBytes b; b.Str("general.name").U32(8).Str("tiny"); return b.bytes(); }
+std::string DefaultKv() {
+  GgufBytes b;
+  b.Str("general.name").U32(8).Str("tiny");
+  return b.bytes();
+}
 std::string TensorInfo(const std::string& name, std::vector<uint64_t> ne, uint32_t type,
                        uint64_t offset) {
   GgufBytes b;

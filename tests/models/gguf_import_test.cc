@@ -28,11 +28,31 @@ struct SmolLm2Stat {
   float probe[4];
 };
 const SmolLm2Stat kSmolLm2Stats[] = {
-    {"model.embed_tokens.weight", 2802153.619805813, -15353.04449415207, 1, {-0.0238037109375, -0.015869140625, -0.0396728515625, 0.015869140625}},
-    {"model.layers.0.self_attn.q_proj.weight", 63395.39872741699, 59.22322082519531, 1, {-0.1591796875, 0.39794921875, -0.0198974609375, -1.2734375}},
-    {"model.layers.0.self_attn.k_proj.weight", 29794.78126525879, 26.937057495117188, 1, {0.203369140625, 0.09136962890625, 0.203369140625, -0.13262939453125}},
-    {"model.layers.29.mlp.down_proj.weight", 126250.91435241699, 49.83570861816406, 1, {-0.33282470703125, -0.09429931640625, 0.14422607421875, 0.14422607421875}},
-    {"model.norm.weight", 1045.09765625, 1038.33203125, 0, {1.7578125, 1.8203125, 1.78125, 1.6015625}},
+    {"model.embed_tokens.weight",
+     2802153.619805813,
+     -15353.04449415207,
+     1,
+     {-0.0238037109375, -0.015869140625, -0.0396728515625, 0.015869140625}},
+    {"model.layers.0.self_attn.q_proj.weight",
+     63395.39872741699,
+     59.22322082519531,
+     1,
+     {-0.1591796875, 0.39794921875, -0.0198974609375, -1.2734375}},
+    {"model.layers.0.self_attn.k_proj.weight",
+     29794.78126525879,
+     26.937057495117188,
+     1,
+     {0.203369140625, 0.09136962890625, 0.203369140625, -0.13262939453125}},
+    {"model.layers.29.mlp.down_proj.weight",
+     126250.91435241699,
+     49.83570861816406,
+     1,
+     {-0.33282470703125, -0.09429931640625, 0.14422607421875, 0.14422607421875}},
+    {"model.norm.weight",
+     1045.09765625,
+     1038.33203125,
+     0,
+     {1.7578125, 1.8203125, 1.78125, 1.6015625}},
 };
 
 TEST(GgufImportTest, TensorNames) {
@@ -100,8 +120,7 @@ TEST(GgufImportTest, RefusesOtherArchitecturesByName) {
   geotrain::testing::TempDir dir;
   Status status = ImportGgufModel(GgufGoldenPath("types.gguf"), dir.File("m"));
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("general.architecture: test is not supported"),
-            std::string::npos)
+  EXPECT_NE(status.message().find("general.architecture: test is not supported"), std::string::npos)
       << status.message();
 }
 
@@ -146,7 +165,8 @@ TEST(GgufImportTest, SmolLm2) {
     EXPECT_NEAR(sum, stat.sum, 1e-6 * stat.abs_sum);
     const std::vector<int64_t>& shape = (*imported)->Find(stat.name)->shape;
     const int64_t row_length = shape.size() > 1 ? shape[1] : shape[0];
-    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ((*values)[stat.probe_row * row_length + i], stat.probe[i]);
+    for (int64_t i = 0; i < 4; ++i)
+      EXPECT_EQ((*values)[stat.probe_row * row_length + i], stat.probe[i]);
   }
 }
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "models/tokenizer/unicode_classes.h"
 #include "common/utf8.h"
+#include "models/tokenizer/unicode_classes.h"
 
 namespace geotrain::models {
 namespace {

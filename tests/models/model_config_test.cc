@@ -130,25 +130,27 @@ TEST(ModelConfigTest, OptGptNeoXAndGptJFilesWrittenByTransformers) {
 // rotary_emb_base; OPT, GPT-NeoX and GPT-J settings that geotrain does not implement are refused
 // by name.
 TEST(ModelConfigTest, OptGptNeoXAndGptJOlderSpellingsAndErrors) {
-  const json neox = {{"model_type", "gpt_neox"},  {"hidden_size", 64},
-                     {"intermediate_size", 256},  {"num_hidden_layers", 2},
-                     {"num_attention_heads", 4},  {"vocab_size", 100},
-                     {"rotary_pct", 0.5},         {"rotary_emb_base", 1000}};
+  const json neox = {{"model_type", "gpt_neox"}, {"hidden_size", 64},
+                     {"intermediate_size", 256}, {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4}, {"vocab_size", 100},
+                     {"rotary_pct", 0.5},        {"rotary_emb_base", 1000}};
   const StatusOr<ModelConfig> old = ParseModelConfig(neox.dump(), "config.json");
   ASSERT_TRUE(old.ok()) << old.status().ToString();
   EXPECT_EQ(old->rotary_dim, 8);
   EXPECT_DOUBLE_EQ(old->rope_theta, 1000.0);
   json bad = neox;
   bad["rotary_pct"] = 0.1;  // int(16 * 0.1) = 1 dimension
-  ExpectError(bad, "config.json: rotary_pct: rotates 1 dimensions of a head of 16; it must be "
-                   "even and in [2, head size]");
+  ExpectError(bad,
+              "config.json: rotary_pct: rotates 1 dimensions of a head of 16; it must be "
+              "even and in [2, head size]");
   bad = neox;
   bad["hidden_act"] = "swish";
-  ExpectError(bad, "config.json: hidden_act: \"swish\" is not supported (gelu, gelu_new, "
-                   "gelu_pytorch_tanh, relu)");
+  ExpectError(bad,
+              "config.json: hidden_act: \"swish\" is not supported (gelu, gelu_new, "
+              "gelu_pytorch_tanh, relu)");
 
-  const json opt = {{"model_type", "opt"},       {"hidden_size", 64},     {"ffn_dim", 256},
-                    {"num_hidden_layers", 2},    {"num_attention_heads", 4}, {"vocab_size", 100}};
+  const json opt = {{"model_type", "opt"},    {"hidden_size", 64},        {"ffn_dim", 256},
+                    {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"vocab_size", 100}};
   ASSERT_TRUE(ParseModelConfig(opt.dump(), "config.json").ok());
   bad = opt;
   bad["do_layer_norm_before"] = false;  // OPT-350m
@@ -165,8 +167,9 @@ TEST(ModelConfigTest, OptGptNeoXAndGptJOlderSpellingsAndErrors) {
   ExpectError(bad, "config.json: rotary_dim: null (rotating the whole head) is not supported");
   bad = gptj;
   bad.erase("rotary_dim");  // the default, 64, is more than a head of 16
-  ExpectError(bad, "config.json: rotary_dim: rotates 64 dimensions of a head of 16; it must be "
-                   "even and in [2, head size]");
+  ExpectError(bad,
+              "config.json: rotary_dim: rotates 64 dimensions of a head of 16; it must be "
+              "even and in [2, head size]");
 }
 
 // BERT as transformers writes BertForSequenceClassification: the classes from id2label; what
@@ -181,35 +184,37 @@ TEST(ModelConfigTest, BertClassifier) {
   EXPECT_DOUBLE_EQ(golden->norm_eps, 1e-12);
   EXPECT_FALSE(golden->tie_word_embeddings);
 
-  const json bert = {{"model_type", "bert"},       {"hidden_size", 64},
-                     {"intermediate_size", 256},   {"num_hidden_layers", 2},
-                     {"num_attention_heads", 4},   {"vocab_size", 100}};
+  const json bert = {{"model_type", "bert"},     {"hidden_size", 64},
+                     {"intermediate_size", 256}, {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4}, {"vocab_size", 100}};
   const StatusOr<ModelConfig> defaults = ParseModelConfig(bert.dump(), "config.json");
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
   EXPECT_EQ(defaults->num_labels, 2);  // transformers' default
   EXPECT_EQ(defaults->max_positions, 512);
   json bad = bert;
   bad["num_labels"] = 1;
-  ExpectError(bad, "config.json: num_labels: 1 (regression) is not supported; classification "
-                   "needs >= 2");
+  ExpectError(bad,
+              "config.json: num_labels: 1 (regression) is not supported; classification "
+              "needs >= 2");
   bad = bert;
   bad["id2label"] = {{"0", "no"}, {"1", "yes"}};
   bad["num_labels"] = 3;
   ExpectError(bad, "config.json: num_labels: 3 disagrees with the 2 entries of id2label");
   bad = bert;
   bad["position_embedding_type"] = "relative_key";
-  ExpectError(bad, "config.json: position_embedding_type: \"relative_key\" is not supported "
-                   "(absolute)");
+  ExpectError(bad,
+              "config.json: position_embedding_type: \"relative_key\" is not supported "
+              "(absolute)");
   bad = bert;
   bad["problem_type"] = "multi_label_classification";
-  ExpectError(bad, "config.json: problem_type: \"multi_label_classification\" is not supported "
-                   "(single_label_classification)");
+  ExpectError(bad,
+              "config.json: problem_type: \"multi_label_classification\" is not supported "
+              "(single_label_classification)");
 }
 
 json DebertaJson() {
-  return json{{"model_type", "deberta-v2"},   {"hidden_size", 64},
-              {"intermediate_size", 256},     {"num_hidden_layers", 2},
-              {"num_attention_heads", 4},     {"vocab_size", 100}};
+  return json{{"model_type", "deberta-v2"}, {"hidden_size", 64},        {"intermediate_size", 256},
+              {"num_hidden_layers", 2},     {"num_attention_heads", 4}, {"vocab_size", 100}};
 }
 
 // DeBERTa-v2/v3 as transformers writes DebertaV2ForSequenceClassification, with DebertaV2Config's
@@ -324,12 +329,14 @@ TEST(ModelConfigTest, DebertaV2Classifier) {
 
   json bad = with_conv;
   bad.erase("conv_act");  // transformers' default "tanh"
-  ExpectError(bad, "config.json: conv_act: \"tanh\" is not supported (gelu, gelu_new, "
-                   "gelu_pytorch_tanh, relu)");
+  ExpectError(bad,
+              "config.json: conv_act: \"tanh\" is not supported (gelu, gelu_new, "
+              "gelu_pytorch_tanh, relu)");
   bad = with_conv;
   bad["conv_act"] = "swish";
-  ExpectError(bad, "config.json: conv_act: \"swish\" is not supported (gelu, gelu_new, "
-                   "gelu_pytorch_tanh, relu)");
+  ExpectError(bad,
+              "config.json: conv_act: \"swish\" is not supported (gelu, gelu_new, "
+              "gelu_pytorch_tanh, relu)");
   bad = with_conv;
   bad["conv_kernel_size"] = 4;
   ExpectError(bad, "config.json: conv_kernel_size: 4 is not supported (only odd sizes)");
@@ -361,35 +368,41 @@ TEST(ModelConfigTest, DebertaV2Classifier) {
   ExpectError(bad, "config.json: pos_att_type[1]: expected a string, got an integer");
   bad = v3;
   bad["norm_rel_ebd"] = "batch_norm";
-  ExpectError(bad, "config.json: norm_rel_ebd: \"batch_norm\" is not supported (layer_norm, "
-                   "none)");
+  ExpectError(bad,
+              "config.json: norm_rel_ebd: \"batch_norm\" is not supported (layer_norm, "
+              "none)");
   bad = v3;
   bad["relative_attention"] = false;
-  ExpectError(bad, "config.json: norm_rel_ebd: \"layer_norm\" without relative_attention is not "
-                   "supported");
+  ExpectError(bad,
+              "config.json: norm_rel_ebd: \"layer_norm\" without relative_attention is not "
+              "supported");
   bad = v3;
   bad["attention_head_size"] = 8;
-  ExpectError(bad, "config.json: attention_head_size: 8 is not supported (only hidden_size / "
-                   "num_attention_heads = 16)");
+  ExpectError(bad,
+              "config.json: attention_head_size: 8 is not supported (only hidden_size / "
+              "num_attention_heads = 16)");
   bad = v3;
   bad["position_buckets"] = 1;
   ExpectError(bad, "config.json: position_buckets: 1 is not supported (log buckets need >= 2)");
   bad = v3;
   bad["position_buckets"] = 8;
   bad["max_relative_positions"] = 5;
-  ExpectError(bad, "config.json: max_relative_positions: 5 must exceed position_buckets / 2 + 1 "
-                   "= 5");
+  ExpectError(bad,
+              "config.json: max_relative_positions: 5 must exceed position_buckets / 2 + 1 "
+              "= 5");
   bad = v3;
   bad["max_relative_positions"] = "512";
   ExpectError(bad, "config.json: max_relative_positions: expected an integer, got a string");
   bad = v3;
   bad["pooler_hidden_act"] = "tanh";
-  ExpectError(bad, "config.json: pooler_hidden_act: \"tanh\" is not supported (gelu, gelu_new, "
-                   "gelu_pytorch_tanh, relu)");
+  ExpectError(bad,
+              "config.json: pooler_hidden_act: \"tanh\" is not supported (gelu, gelu_new, "
+              "gelu_pytorch_tanh, relu)");
   bad = v3;
   bad["num_labels"] = 1;
-  ExpectError(bad, "config.json: num_labels: 1 (regression) is not supported; classification "
-                   "needs >= 2");
+  ExpectError(bad,
+              "config.json: num_labels: 1 (regression) is not supported; classification "
+              "needs >= 2");
 
   // A hand-built DeBERTa config must classify, like BERT's.
   ModelConfig unlabelled = *defaults;
@@ -482,8 +495,9 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
 
   config = LlamaJson();
   config["model_type"] = "mistral";
-  ExpectError(config, "config.json: model_type: \"mistral\" is not supported (gpt2, llama, qwen2, "
-                      "opt, gpt_neox, gptj, bert, deberta-v2)");
+  ExpectError(config,
+              "config.json: model_type: \"mistral\" is not supported (gpt2, llama, qwen2, "
+              "opt, gpt_neox, gptj, bert, deberta-v2)");
 
   config = LlamaJson();
   config.erase("model_type");
@@ -509,9 +523,9 @@ TEST(ModelConfigTest, JsonRoundTripForEveryFamily) {
   gpt2["n_inner"] = 100;
   gpt2["tie_word_embeddings"] = false;
   std::vector<json> originals = {Gpt2Json(), gpt2, LlamaJson(), llama, qwen2, DebertaJson()};
-  for (const char* golden : {"opt", "gpt_neox", "gpt_neox_variant", "gptj", "bert", "deberta_v2",
-                             "deberta_v2_variant", "deberta_v2_p2c", "deberta_v2_conv",
-                             "deberta_v2_conv_groups"}) {
+  for (const char* golden :
+       {"opt", "gpt_neox", "gpt_neox_variant", "gptj", "bert", "deberta_v2", "deberta_v2_variant",
+        "deberta_v2_p2c", "deberta_v2_conv", "deberta_v2_conv_groups"}) {
     std::ifstream file(kSourceDir + "/tests/golden/models/" + golden + "/config.json");
     originals.push_back(json::parse(file));
   }

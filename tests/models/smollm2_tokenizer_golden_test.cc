@@ -71,11 +71,13 @@ TEST_F(SmolLm2TokenizerGoldenTest, MatchesHuggingFaceTokenizers) {
 }
 
 TEST_F(SmolLm2TokenizerGoldenTest, RoundTripsEveryByteItHasAndDropsTheOthers) {
-  const std::string missing = "\x04\x06\x13\x14\x16\x1d\xc0\xc1\xf1\xf2\xf5\xf6\xf7\xf8\xf9"
-                              "\xfa\xfb\xfc\xfd\xfe\xff";
+  const std::string missing =
+      "\x04\x06\x13\x14\x16\x1d\xc0\xc1\xf1\xf2\xf5\xf6\xf7\xf8\xf9"
+      "\xfa\xfb\xfc\xfd\xfe\xff";
   std::string kept;
   for (int i = 0; i < 256; ++i) {
-    if (missing.find(static_cast<char>(i)) == std::string::npos) kept.push_back(static_cast<char>(i));
+    if (missing.find(static_cast<char>(i)) == std::string::npos)
+      kept.push_back(static_cast<char>(i));
   }
   kept += "12 ½ ٣٤ <|im_start|> \xf0\x9f\x8e";
   for (const std::string& text : {kept, std::string("9") + kept + "0"}) {

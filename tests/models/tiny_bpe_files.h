@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "models/tokenizer/byte_level_alphabet.h"
 #include "common/utf8.h"
+#include "models/tokenizer/byte_level_alphabet.h"
 
 namespace geotrain::models::testing {
 

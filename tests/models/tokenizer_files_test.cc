@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "models/tokenizer/tokenizer_loaders.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/models/tiny_bpe_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
 
-using nlohmann::json;
 using geotrain::testing::TempDir;
+using nlohmann::json;
 
 void ExpectErrorContains(const Status& s, const std::vector<std::string>& wanted,
                          const std::string& label) {

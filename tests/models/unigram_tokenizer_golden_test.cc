@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "models/tokenizer/tokenizer_loaders.h"
 #include "models/tokenizer/unicode_nfc.h"
-#include "common/utf8.h"
 #include "tests/models/golden_json.h"
 
 namespace geotrain::models {
@@ -32,7 +32,8 @@ std::u32string CodePoints(const std::string& text) {
 }
 
 void CheckSection(const nlohmann::json& section) {
-  const std::string dir = std::string(GEOTRAIN_SOURCE_DIR) + "/" + section["dir"].get<std::string>();
+  const std::string dir =
+      std::string(GEOTRAIN_SOURCE_DIR) + "/" + section["dir"].get<std::string>();
   auto direct = LoadUnigramTokenizerJson(dir + "/tokenizer.json");
   ASSERT_TRUE(direct.ok()) << direct.status().ToString();
   auto any = LoadTokenizerDirectory(dir);

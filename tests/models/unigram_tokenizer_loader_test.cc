@@ -32,8 +32,8 @@ void ExpectRefused(const std::function<void(json&)>& edit, const std::string& ne
   edit(j);
   TempDir dir;
   const std::string path = dir.Write("tokenizer.json", j.dump());
-  for (const Status& status : {LoadUnigramTokenizerJson(path).status(),
-                               LoadAnyTokenizerJson(path).status()}) {
+  for (const Status& status :
+       {LoadUnigramTokenizerJson(path).status(), LoadAnyTokenizerJson(path).status()}) {
     ASSERT_FALSE(status.ok()) << needle;
     EXPECT_NE(status.ToString().find(path), std::string::npos) << status.ToString();
     EXPECT_NE(status.ToString().find(needle), std::string::npos) << status.ToString();
@@ -64,8 +64,11 @@ TEST(UnigramTokenizerLoaderTest, RefusesModelSettings) {
   ExpectRefused([](json& j) { j["model"]["unk_id"] = nullptr; }, "model.unk_id");
   ExpectRefused([](json& j) { j["model"]["unk_id"] = 100000; }, "model.unk_id");
   ExpectRefused([](json& j) { j["model"]["alpha"] = 0.1; }, "model.alpha");
-  ExpectRefused([](json& j) { j["model"]["vocab"][7] = json::array({"x", "y"}); },
-                "model.vocab[7]");
+  ExpectRefused(
+      [](json& j) {
+        j["model"]["vocab"][7] = json::array({"x", "y"});
+      },
+      "model.vocab[7]");
   ExpectRefused([](json& j) { j["model"]["vocab"][7][0] = j["model"]["vocab"][6][0]; },
                 "model.vocab[7]");
   ExpectRefused([](json& j) { j["model"]["vocab"][7][0] = ""; }, "model.vocab[7]");
@@ -74,15 +77,23 @@ TEST(UnigramTokenizerLoaderTest, RefusesModelSettings) {
 
 TEST(UnigramTokenizerLoaderTest, RefusesNormalizers) {
   for (const char* type : {"NFKC", "NFD", "NFKD", "Lowercase", "Precompiled", "Prepend"}) {
-    ExpectRefused([&](json& j) { j["normalizer"]["normalizers"][1] = {{"type", type}}; },
-                  std::string("normalizer.normalizers[1].type: \"") + type);
+    ExpectRefused(
+        [&](json& j) {
+          j["normalizer"]["normalizers"][1] = {{"type", type}};
+        },
+        std::string("normalizer.normalizers[1].type: \"") + type);
   }
   ExpectRefused([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer.type");
   ExpectRefused(
-      [](json& j) { j["normalizer"]["normalizers"][0]["pattern"] = {{"Regex", "\\s+"}}; },
+      [](json& j) {
+        j["normalizer"]["normalizers"][0]["pattern"] = {{"Regex", "\\s+"}};
+      },
       "normalizer.normalizers[0].pattern");
-  ExpectRefused([](json& j) { j["normalizer"]["normalizers"][0]["pattern"] = {{"String", ""}}; },
-                "normalizer.normalizers[0].pattern");
+  ExpectRefused(
+      [](json& j) {
+        j["normalizer"]["normalizers"][0]["pattern"] = {{"String", ""}};
+      },
+      "normalizer.normalizers[0].pattern");
 }
 
 TEST(UnigramTokenizerLoaderTest, RefusesPreTokenizersAndDecoders) {
@@ -93,10 +104,12 @@ TEST(UnigramTokenizerLoaderTest, RefusesPreTokenizersAndDecoders) {
             json{{"type", "Punctuation"}, {"behavior", "Isolated"}});
       },
       "pre_tokenizer.pretokenizers");
-  ExpectRefused([](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; },
-                "pre_tokenizer.type");
-  ExpectRefused([](json& j) { j.erase("pre_tokenizer"); },
-                "pre_tokenizer");
+  ExpectRefused(
+      [](json& j) {
+        j["pre_tokenizer"] = {{"type", "Whitespace"}};
+      },
+      "pre_tokenizer.type");
+  ExpectRefused([](json& j) { j.erase("pre_tokenizer"); }, "pre_tokenizer");
   ExpectRefused(
       [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["prepend_scheme"] = "sometimes"; },
       "pre_tokenizer.pretokenizers[0].prepend_scheme");
@@ -104,8 +117,11 @@ TEST(UnigramTokenizerLoaderTest, RefusesPreTokenizersAndDecoders) {
                 "pre_tokenizer.pretokenizers[0].replacement");
   ExpectRefused([](json& j) { j["decoder"] = {{"type", "ByteFallback"}}; }, "decoder.type");
   ExpectRefused([](json& j) { j.erase("decoder"); }, "decoder");
-  ExpectRefused([](json& j) { j["post_processor"] = {{"type", "ByteLevel"}}; },
-                "post_processor.type");
+  ExpectRefused(
+      [](json& j) {
+        j["post_processor"] = {{"type", "ByteLevel"}};
+      },
+      "post_processor.type");
   ExpectRefused([](json& j) { j["truncation"] = {{"max_length", 5}}; }, "truncation");
   ExpectRefused([](json& j) { j["added_tokens"][2]["normalized"] = true; },
                 "added_tokens[2].normalized");

@@ -101,7 +101,9 @@ TEST(WordPieceTokenizerTest, TokenizerJsonSettingsNotImplementedAreRefusedByName
   };
   const std::vector<Case> cases = {
       {"other normalizer",
-       [](json* j) { (*j)["normalizer"] = {{"type", "Lowercase"}}; },
+       [](json* j) {
+         (*j)["normalizer"] = {{"type", "Lowercase"}};
+       },
        {"normalizer.type", "\"Lowercase\" is not supported", "BertNormalizer"}},
       {"normalizer option",
        [](json* j) { (*j)["normalizer"]["extra"] = 1; },
@@ -110,20 +112,28 @@ TEST(WordPieceTokenizerTest, TokenizerJsonSettingsNotImplementedAreRefusedByName
        [](json* j) { (*j)["normalizer"]["lowercase"] = "yes"; },
        {"normalizer.lowercase", "expected a boolean"}},
       {"other pre-tokenizer",
-       [](json* j) { (*j)["pre_tokenizer"] = {{"type", "Whitespace"}}; },
+       [](json* j) {
+         (*j)["pre_tokenizer"] = {{"type", "Whitespace"}};
+       },
        {"pre_tokenizer.type", "\"Whitespace\" is not supported"}},
       {"no pre-tokenizer",
        [](json* j) { (*j)["pre_tokenizer"] = nullptr; },
        {"pre_tokenizer: missing"}},
       {"no decoder", [](json* j) { (*j)["decoder"] = nullptr; }, {"decoder: missing"}},
       {"other decoder",
-       [](json* j) { (*j)["decoder"] = {{"type", "ByteLevel"}}; },
+       [](json* j) {
+         (*j)["decoder"] = {{"type", "ByteLevel"}};
+       },
        {"decoder.type", "\"ByteLevel\" is not supported"}},
       {"other post-processor",
-       [](json* j) { (*j)["post_processor"] = {{"type", "ByteLevel"}}; },
+       [](json* j) {
+         (*j)["post_processor"] = {{"type", "ByteLevel"}};
+       },
        {"post_processor.type", "not supported"}},
       {"truncation",
-       [](json* j) { (*j)["truncation"] = {{"max_length", 8}}; },
+       [](json* j) {
+         (*j)["truncation"] = {{"max_length", 8}};
+       },
        {"truncation", "not supported"}},
       {"unknown model option",
        [](json* j) { (*j)["model"]["dropout"] = 0.1; },

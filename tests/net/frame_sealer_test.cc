@@ -45,7 +45,8 @@ TEST(FrameSealerTest, RoundTripsFramesOfEverySizeInOrder) {
   const SealKey key = Key();
   auto sealer = Sealer(key);
   auto opener = Sealer(key);
-  for (size_t size : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{1000}, size_t{1} << 20}) {
+  for (size_t size :
+       {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{1000}, size_t{1} << 20}) {
     const std::vector<uint8_t> plaintext = Pattern(size, 7);
     const std::vector<uint8_t> sealed = SealNext(*sealer, plaintext);
     ASSERT_EQ(sealed.size(), size + kSealOverhead);

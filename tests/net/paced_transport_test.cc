@@ -25,7 +25,8 @@ INSTANTIATE_TEST_SUITE_P(Paced, TransportConformanceTest, ::testing::Values(Pace
 
 std::vector<std::unique_ptr<Transport>> PacedGroup(int size, double mbit) {
   std::vector<std::unique_ptr<Transport>> ranks;
-  for (auto& rank : CreateFakeTransportGroup(size)) ranks.push_back(PaceTransport(std::move(rank), mbit));
+  for (auto& rank : CreateFakeTransportGroup(size))
+    ranks.push_back(PaceTransport(std::move(rank), mbit));
   return ranks;
 }
 
@@ -56,7 +57,8 @@ TEST(PacedTransportTest, AllReducePacesTheRingTraffic) {
   const auto start = std::chrono::steady_clock::now();
   RunOnEveryRank(2, [&](int rank) {
     std::vector<float> values(50000, 1.0f + rank);  // 200 kB; a 2-rank ring sends all of it
-    EXPECT_TRUE(ranks[rank]->AllReduceSum(Span<float>(values.data(), values.size()), kOpTimeout).ok());
+    EXPECT_TRUE(
+        ranks[rank]->AllReduceSum(Span<float>(values.data(), values.size()), kOpTimeout).ok());
     EXPECT_EQ(values[0], 3.0f);
   });
   EXPECT_GE(Since(start), 0.2);

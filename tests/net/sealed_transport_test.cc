@@ -43,8 +43,8 @@ TransportKind SealedFakeKind() {
 
 TransportKind SealedGlooKind() {
   return {"SealedGloo", [](int size) {
-            return CreateGlooGroup(size,
-                                   [](GlooTransportOptions* options) { options->frame_key = kJobKey; });
+            return CreateGlooGroup(
+                size, [](GlooTransportOptions* options) { options->frame_key = kJobKey; });
           }};
 }
 
@@ -90,12 +90,12 @@ void ExpectRefused(const Status& status, const std::string& what) {
 TEST(SealedTransportTest, SealedFramesArriveWholeOverTheFake) {
   std::vector<std::vector<uint8_t>> wire;
   std::mutex mu;
-  TransportGroup group = SealedFakeGroup(2, kJobKey, "job-1/g1/pp0",
-                                         FramesTap([&](int, std::vector<uint8_t>* bytes) {
-                                           std::lock_guard<std::mutex> lock(mu);
-                                           wire.push_back(*bytes);
-                                           return true;
-                                         }));
+  TransportGroup group =
+      SealedFakeGroup(2, kJobKey, "job-1/g1/pp0", FramesTap([&](int, std::vector<uint8_t>* bytes) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        wire.push_back(*bytes);
+                        return true;
+                      }));
   ASSERT_TRUE(group.status.ok()) << group.status.ToString();
   EXPECT_TRUE(SendFramesAndReceive(group, 3).ok());
   ASSERT_EQ(wire.size(), 3u);
@@ -127,19 +127,20 @@ TEST(SealedTransportTest, AFlippedBitFailsTheReceiverAndThenTheTransport) {
 
 TEST(SealedTransportTest, AReplayedFrameIsRefused) {
   auto kept = std::make_shared<std::vector<uint8_t>>();
-  TransportGroup group = SealedFakeGroup(
-      2, kJobKey, "job-1/g1/pp0", FramesTap([kept](int index, std::vector<uint8_t>* bytes) {
-        if (index == 0) *kept = *bytes;
-        if (index == 2) *bytes = *kept;  // frame 0 again in place of frame 2
-        return true;
-      }));
+  TransportGroup group = SealedFakeGroup(2, kJobKey, "job-1/g1/pp0",
+                                         FramesTap([kept](int index, std::vector<uint8_t>* bytes) {
+                                           if (index == 0) *kept = *bytes;
+                                           if (index == 2)
+                                             *bytes = *kept;  // frame 0 again in place of frame 2
+                                           return true;
+                                         }));
   ExpectRefused(SendFramesAndReceive(group, 3), "frame 0 replayed (expected 2)");
 }
 
 TEST(SealedTransportTest, ADroppedFrameMakesTheNextOneOutOfOrder) {
-  TransportGroup group = SealedFakeGroup(
-      2, kJobKey, "job-1/g1/pp0",
-      FramesTap([](int index, std::vector<uint8_t>*) { return index != 1; }));
+  TransportGroup group =
+      SealedFakeGroup(2, kJobKey, "job-1/g1/pp0",
+                      FramesTap([](int index, std::vector<uint8_t>*) { return index != 1; }));
   ExpectRefused(SendFramesAndReceive(group, 3), "frame 2 out of order (expected 1)");
 }
 
@@ -164,11 +165,11 @@ TEST(SealedTransportTest, FramesOfAnotherJobOrGroupAreRefused) {
 }
 
 TEST(SealedTransportTest, ClearFramesAreRefusedBySealedRanks) {
-  TransportGroup group = SealedFakeGroup(
-      2, kJobKey, "job-1/g1/pp0", FramesTap([](int, std::vector<uint8_t>* bytes) {
-        *bytes = Pattern(100, 0);  // what a rank without the key would send
-        return true;
-      }));
+  TransportGroup group =
+      SealedFakeGroup(2, kJobKey, "job-1/g1/pp0", FramesTap([](int, std::vector<uint8_t>* bytes) {
+                        *bytes = Pattern(100, 0);  // what a rank without the key would send
+                        return true;
+                      }));
   ExpectRefused(SendFramesAndReceive(group, 1), "frame of seal version");
 }
 

@@ -60,8 +60,8 @@ class ConfigChangeApplyTest : public ::testing::Test {
   void TearDown() override { spdlog::set_default_logger(previous_logger_); }
 
   // Runs the job with Run(); before each step, `schedule` may queue changes on each rank.
-  void Train(const std::function<void(int64_t next_step, const StageAssignment&,
-                                      StageRuntime&)>& schedule) {
+  void Train(const std::function<void(int64_t next_step, const StageAssignment&, StageRuntime&)>&
+                 schedule) {
     RunRanks(job_, true, [&](int, const StageAssignment& assignment, StageLinks links) {
       auto runtime = StageRuntime::Create(assignment, std::move(links));
       ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
@@ -194,7 +194,7 @@ TEST_F(ConfigChangeApplyTest, AChangeDuringTheWarmUpWaitsForCompression) {
 }
 
 TEST_F(ConfigChangeApplyTest, ACodecWithoutAWidthIsWarnedAboutAndKept) {
-  job_.compression.forward = cz::CodecConfig{};  // none: float32
+  job_.compression.forward = cz::CodecConfig{};             // none: float32
   job_.compression.data_parallel = DataParallelSettings{};  // allreduce
   Train([](int64_t next_step, const StageAssignment&, StageRuntime& rank) {
     if (next_step != 2) return;

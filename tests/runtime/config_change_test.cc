@@ -158,7 +158,8 @@ TEST(CodecChangeFileTest, AMissingFileHasNoChangesYet) {
   ASSERT_TRUE(lines.ok()) << lines.status().ToString();
   EXPECT_TRUE(lines->empty());
   // Created later, it is read from its start.
-  Append(dir.File("changes.jsonl"), R"({"effective_step": 2, "forward_bits": 4})" "\n");
+  Append(dir.File("changes.jsonl"), R"({"effective_step": 2, "forward_bits": 4})"
+                                    "\n");
   lines = file.Poll();
   ASSERT_TRUE(lines.ok()) << lines.status().ToString();
   ASSERT_EQ(lines->size(), 1u);
@@ -175,8 +176,10 @@ TEST(CodecChangeFileTest, ReturnsEachCompleteLineOnceAndWaitsForAPartialOne) {
   ASSERT_TRUE(lines.ok() && lines->empty());
 
   // Two whole lines and the start of a third.
-  Append(path, R"({"effective_step": 3, "forward_bits": 4, "reason": "a"})" "\n"
-               R"({"effective_step": 5, "dp_bits": 2})" "\n"
+  Append(path, R"({"effective_step": 3, "forward_bits": 4, "reason": "a"})"
+               "\n"
+               R"({"effective_step": 5, "dp_bits": 2})"
+               "\n"
                R"({"effective_step": 7, "backw)");
   lines = file.Poll();
   ASSERT_TRUE(lines.ok()) << lines.status().ToString();
@@ -193,7 +196,9 @@ TEST(CodecChangeFileTest, ReturnsEachCompleteLineOnceAndWaitsForAPartialOne) {
   ASSERT_TRUE(lines.ok() && lines->empty());
 
   // Its end arrives, with a blank line and a line without its newline yet.
-  Append(path, R"(ard_bits": 3})" "\n\n" R"({"effective_step": 8, "forward_bits": 6})");
+  Append(path, R"(ard_bits": 3})"
+               "\n\n"
+               R"({"effective_step": 8, "forward_bits": 6})");
   lines = file.Poll();
   ASSERT_TRUE(lines.ok()) << lines.status().ToString();
   ASSERT_EQ(lines->size(), 1u);
@@ -211,10 +216,13 @@ TEST(CodecChangeFileTest, ReturnsEachCompleteLineOnceAndWaitsForAPartialOne) {
 TEST(CodecChangeFileTest, ABadLineIsReportedOnceAndSkipped) {
   geotrain::testing::TempDir dir;
   const std::string path = dir.File("changes.jsonl");
-  Append(path, R"({"effective_step": 3, "forward_bits": 4})" "\n"
-               R"({"effective_step": 4, "forward_bits": 9})" "\n"
+  Append(path, R"({"effective_step": 3, "forward_bits": 4})"
+               "\n"
+               R"({"effective_step": 4, "forward_bits": 9})"
+               "\n"
                "not json\n"
-               R"({"effective_step": 5, "backward_bits": 2})" "\r\n");
+               R"({"effective_step": 5, "backward_bits": 2})"
+               "\r\n");
   CodecChangeFile file(path);
   StatusOr<std::vector<CodecChangeFileLine>> lines = file.Poll();
   ASSERT_TRUE(lines.ok()) << lines.status().ToString();
@@ -233,14 +241,16 @@ TEST(CodecChangeFileTest, ABadLineIsReportedOnceAndSkipped) {
 TEST(CodecChangeFileTest, AShrunkFileIsAnErrorAndReadingGoesOnFromItsEnd) {
   geotrain::testing::TempDir dir;
   const std::string path = dir.File("changes.jsonl");
-  Append(path, R"({"effective_step": 3, "forward_bits": 4})" "\n");
+  Append(path, R"({"effective_step": 3, "forward_bits": 4})"
+               "\n");
   CodecChangeFile file(path);
   ASSERT_EQ(file.Poll()->size(), 1u);
   dir.Write("changes.jsonl", "");  // truncated: not what the daemon ever does
   StatusOr<std::vector<CodecChangeFileLine>> lines = file.Poll();
   ASSERT_FALSE(lines.ok());
   EXPECT_NE(lines.status().message().find("shrank"), std::string::npos);
-  Append(path, R"({"effective_step": 6, "dp_topk_ratio": 0.5})" "\n");
+  Append(path, R"({"effective_step": 6, "dp_topk_ratio": 0.5})"
+               "\n");
   lines = file.Poll();
   ASSERT_TRUE(lines.ok()) << lines.status().ToString();
   ASSERT_EQ(lines->size(), 1u);

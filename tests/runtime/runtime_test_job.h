@@ -81,7 +81,8 @@ inline void RunRanks(const StageAssignment& job, bool tied_embeddings,
   for (int r = 0; r < job.dp_size; ++r) {
     for (int s = 0; s < job.num_stages; ++s) {
       const int rank = r * job.num_stages + s;
-      threads.emplace_back([&, rank, r, s] { body(rank, RankOf(job, s, r), std::move(links[rank])); });
+      threads.emplace_back(
+          [&, rank, r, s] { body(rank, RankOf(job, s, r), std::move(links[rank])); });
     }
   }
   for (std::thread& t : threads) t.join();

@@ -46,8 +46,7 @@ TEST(ScopedPhaseTest, RecordsItsIntervalAsATraceSpan) {
   TraceWriter writer(dir.File("trace.json"), 0, "stage 0 replica 0");
   double phase = 0;
   {
-    const ScopedPhase timer(TraceSpan{&writer, "forward", "compute", {{"micro_batch", 3}}},
-                            &phase);
+    const ScopedPhase timer(TraceSpan{&writer, "forward", "compute", {{"micro_batch", 3}}}, &phase);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   { const ScopedPhase span_only(TraceSpan{&writer, "evaluate", "compute"}, nullptr); }

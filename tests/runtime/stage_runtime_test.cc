@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -51,7 +51,8 @@ std::vector<RankOutcome> Train(const StageAssignment& job, int steps, bool stop_
                out.losses.push_back(result.loss);
                out.grad_norm = result.grad_norm;
                if (stop_before_update && i + 1 == steps) {
-                 for (const auto& p : (*runtime)->parameters()) out.grads[p.name] = p.tensor.grad().clone();
+                 for (const auto& p : (*runtime)->parameters())
+                   out.grads[p.name] = p.tensor.grad().clone();
                  break;
                }
                status = (*runtime)->ApplyOptimizer(&result);
@@ -291,8 +292,8 @@ TEST(StageRuntimeProfile, WritesAChromeTraceOfEveryKindOfSpan) {
   for (const auto& event : trace["traceEvents"]) {
     if (event["ph"] == "X") names.insert(event["name"].get<std::string>());
   }
-  for (const char* name : {"recv", "decode", "forward", "backward", "encode", "send",
-                           "sync gradients", "optimizer"}) {
+  for (const char* name :
+       {"recv", "decode", "forward", "backward", "encode", "send", "sync gradients", "optimizer"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
 }
@@ -368,14 +369,14 @@ TEST_P(StageRuntimeFamilies, TwoByTwoMatchesTheSingleProcessRunAndTrainsCompress
 
 INSTANTIATE_TEST_SUITE_P(
     ModelFamilies, StageRuntimeFamilies,
-    ::testing::Values(
-        FamilyCase{"opt", R"({"model_type": "opt", "hidden_size": 32, "ffn_dim": 64,
+    ::testing::Values(FamilyCase{"opt", R"({"model_type": "opt", "hidden_size": 32, "ffn_dim": 64,
             "num_hidden_layers": 4, "num_attention_heads": 2, "word_embed_proj_dim": 16,
             "max_position_embeddings": 64, "vocab_size": 50257})"},
-        FamilyCase{"gpt_neox", R"({"model_type": "gpt_neox", "hidden_size": 32,
+                      FamilyCase{"gpt_neox", R"({"model_type": "gpt_neox", "hidden_size": 32,
             "intermediate_size": 64, "num_hidden_layers": 4, "num_attention_heads": 2,
             "rotary_pct": 0.25, "vocab_size": 50257, "tie_word_embeddings": true})"},
-        FamilyCase{"gptj", R"({"model_type": "gptj", "n_embd": 32, "n_layer": 4, "n_head": 2,
+                      FamilyCase{"gptj",
+                                 R"({"model_type": "gptj", "n_embd": 32, "n_layer": 4, "n_head": 2,
             "rotary_dim": 8, "n_positions": 64, "vocab_size": 50257,
             "tie_word_embeddings": true})"}),
     [](const auto& info) { return info.param.name; });

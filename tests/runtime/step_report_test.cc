@@ -93,8 +93,8 @@ TEST_F(StepReportTest, PhasesTokensAndTrafficOfEveryStep) {
       // Reading batches (first stage) and labels (last stage).
       EXPECT_GT(p.data, 0);
       if (stage == 0) {
-        EXPECT_GT(p.encode, 0);  // activations
-        EXPECT_GT(p.decode, 0);  // gradients
+        EXPECT_GT(p.encode, 0);                   // activations
+        EXPECT_GT(p.decode, 0);                   // gradients
         EXPECT_EQ(r.backward_relative_error, 0);  // nothing upstream
       } else if (r.compressed) {
         EXPECT_GT(r.backward_relative_error, 0);
@@ -183,8 +183,7 @@ TEST_F(StepReportTest, StepAloneMeasuresItsTraffic) {
       EXPECT_EQ(result->phases.eval, 0);
       EXPECT_EQ(result->phases.checkpoint, 0);
       if (assignment.is_first_stage() && assignment.dp_rank == 0) {
-        const LinkTraffic* activation =
-            Find(result->traffic, 1, 0, TrafficKind::kActivation, true);
+        const LinkTraffic* activation = Find(result->traffic, 1, 0, TrafficKind::kActivation, true);
         ASSERT_NE(activation, nullptr);
         EXPECT_LE(activation->wire_bytes, result->wire_bytes.forward + 64);
         EXPECT_EQ(activation->bits, 32u);  // codec none

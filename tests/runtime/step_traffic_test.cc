@@ -77,7 +77,7 @@ TEST(StepTrafficMeter, ReportsEachPeerKindAndDirectionOfOnePeriod) {
   StageLinks& me = links[0];  // stage 0, replica 0
   StepTrafficMeter meter(RankOf(2, 2, 0, 0), me);
 
-  Transfer(*me.downstream, 1, *links[1].upstream, 0, 1000, 4000);  // activation to (1, 0)
+  Transfer(*me.downstream, 1, *links[1].upstream, 0, 1000, 4000);   // activation to (1, 0)
   Transfer(*links[1].upstream, 0, *me.downstream, 1, 6000, 12000);  // gradient from (1, 0)
   AllReduce({me.data_parallel.get(), links[2].data_parallel.get()}, 256);
   // Fused embedding group ranks: 0 (0,0), 1 (1,0), 2 (0,1), 3 (1,1).

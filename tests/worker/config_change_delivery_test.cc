@@ -58,13 +58,13 @@ class ConfigChangeDeliveryTest : public ::testing::Test {
   void SetUp() override {
     // The child waits for the first change in the file next to its assignment (its 5th
     // argument), prints it, and runs until stopped.
-    const std::string script = dir_.Write(
-        "task.sh",
-        "#!/bin/sh\n"
-        "f=\"$(dirname \"$5\")/config-changes.jsonl\"\n"
-        "while ! grep -q effective_step \"$f\"; do sleep 0.05; done\n"
-        "echo \"child saw: $(head -n 1 \"$f\")\"\n"
-        "exec sleep 60\n");
+    const std::string script =
+        dir_.Write("task.sh",
+                   "#!/bin/sh\n"
+                   "f=\"$(dirname \"$5\")/config-changes.jsonl\"\n"
+                   "while ! grep -q effective_step \"$f\"; do sleep 0.05; done\n"
+                   "echo \"child saw: $(head -n 1 \"$f\")\"\n"
+                   "exec sleep 60\n");
     ::chmod(script.c_str(), 0755);
     std::filesystem::create_directories(dir_.File("data"));
     SupervisorOptions options;
@@ -148,10 +148,10 @@ TEST_F(ConfigChangeDeliveryTest, DropsChangesForNoRunningTaskAndBadOnes) {
   const std::string path = ChangesFile("job-1-g2-s0-r1");
   ASSERT_TRUE(std::filesystem::exists(path));
 
-  supervisor_->Handle(Config("job-9", 2, 5, 4));  // another job
-  supervisor_->Handle(Config("job-1", 1, 5, 4));  // an older generation
-  supervisor_->Handle(Config("job-1", 2, 5, 9));  // bits the runtime would refuse
-  supervisor_->Handle(Config("job-1", 2, 5, 0));  // changes nothing
+  supervisor_->Handle(Config("job-9", 2, 5, 4));   // another job
+  supervisor_->Handle(Config("job-1", 1, 5, 4));   // an older generation
+  supervisor_->Handle(Config("job-1", 2, 5, 9));   // bits the runtime would refuse
+  supervisor_->Handle(Config("job-1", 2, 5, 0));   // changes nothing
   supervisor_->Handle(Config("job-1", 2, -1, 4));  // a negative step
   EXPECT_EQ(testing::ReadFile(path), "");
   EXPECT_FALSE(std::filesystem::exists(ChangesFile("job-9-g2-s0-r1")));

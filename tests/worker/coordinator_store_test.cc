@@ -224,7 +224,7 @@ TEST_F(CoordinatorStoreTest, GetSurvivesACoordinatorRestart) {
   std::string error;
   std::thread reader([&] { error = ErrorOf([&] { value = Text(store->get("after-restart")); }); });
   EXPECT_TRUE(AwaitWaiters(coordinator_.store(), 1));  // the get waits in the first coordinator
-  coordinator_.Stop();                                  // ... which goes away mid-wait
+  coordinator_.Stop();                                 // ... which goes away mid-wait
 
   Coordinator restarted(port);  // a new coordinator on the same address, with a fresh store
   EXPECT_TRUE(restarted.started()) << "could not listen on port " << port << " again";
@@ -288,8 +288,7 @@ TEST_F(CoordinatorStoreTest, ServiceRejectsBadRequestsNamingTheField) {
     *request.mutable_scope() = Scope("job-1", 1);
     request.set_key("absent");
     geotrain::v1::KvGetResponse response;
-    EXPECT_EQ(stub->KvGet(&context, request, &response).error_code(),
-              grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(stub->KvGet(&context, request, &response).error_code(), grpc::StatusCode::NOT_FOUND);
   }
 }
 

@@ -42,9 +42,9 @@ class WorkerTlsTest : public ::testing::Test {
   }
   std::string Cert(const char* name) const { return certs_ + "/" + name; }
   std::vector<std::string> Args(std::vector<std::string> extra) const {
-    std::vector<std::string> args = {"--coordinator", "127.0.0.1:7070", "--advertise", "10.0.0.2",
-                                     "--region",      "eu",             "--work-dir",
-                                     dir_.path() + "/work"};
+    std::vector<std::string> args = {"--coordinator", "127.0.0.1:7070",     "--advertise",
+                                     "10.0.0.2",      "--region",           "eu",
+                                     "--work-dir",    dir_.path() + "/work"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -55,9 +55,9 @@ class WorkerTlsTest : public ::testing::Test {
 
 TEST_F(WorkerTlsTest, FlagsMustCombine) {
   DaemonFlags flags;
-  Status status = ParseDaemon(Args({"--tls-cert", Cert(auth::kWorkerCertFile), "--tls-key",
-                                    Cert(auth::kWorkerKeyFile)}),
-                              &flags);
+  Status status = ParseDaemon(
+      Args({"--tls-cert", Cert(auth::kWorkerCertFile), "--tls-key", Cert(auth::kWorkerKeyFile)}),
+      &flags);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("--tls-cert: a client certificate needs --tls-ca"),
             std::string::npos)
@@ -68,31 +68,28 @@ TEST_F(WorkerTlsTest, FlagsMustCombine) {
             std::string::npos)
       << status.message();
   flags = DaemonFlags();
-  status = ParseDaemon(Args({"--tls-ca", Cert(auth::kCaCertFile), "--tls-key",
-                             Cert(auth::kWorkerKeyFile)}),
-                       &flags);
+  status = ParseDaemon(
+      Args({"--tls-ca", Cert(auth::kCaCertFile), "--tls-key", Cert(auth::kWorkerKeyFile)}), &flags);
   EXPECT_NE(status.message().find("give both"), std::string::npos) << status.message();
 }
 
 TEST_F(WorkerTlsTest, TheTaskChildGetsTheSameFilesAsAbsolutePaths) {
   DaemonFlags flags;
-  const std::string relative_ca =
-      std::filesystem::relative(Cert(auth::kCaCertFile)).string();
-  ASSERT_TRUE(ParseDaemon(Args({"--tls-ca", relative_ca, "--tls-cert",
-                                Cert(auth::kWorkerCertFile), "--tls-key",
-                                Cert(auth::kWorkerKeyFile), "--join-token-file",
+  const std::string relative_ca = std::filesystem::relative(Cert(auth::kCaCertFile)).string();
+  ASSERT_TRUE(ParseDaemon(Args({"--tls-ca", relative_ca, "--tls-cert", Cert(auth::kWorkerCertFile),
+                                "--tls-key", Cert(auth::kWorkerKeyFile), "--join-token-file",
                                 Cert(auth::kJoinTokenFile)}),
                           &flags)
                   .ok());
   const std::vector<std::string> child = CredentialFlags(flags.credentials);
-  EXPECT_EQ(child, (std::vector<std::string>{
-                       "--tls-ca", Cert(auth::kCaCertFile), "--tls-cert",
-                       Cert(auth::kWorkerCertFile), "--tls-key", Cert(auth::kWorkerKeyFile),
-                       "--join-token-file", Cert(auth::kJoinTokenFile)}));
+  EXPECT_EQ(child, (std::vector<std::string>{"--tls-ca", Cert(auth::kCaCertFile), "--tls-cert",
+                                             Cert(auth::kWorkerCertFile), "--tls-key",
+                                             Cert(auth::kWorkerKeyFile), "--join-token-file",
+                                             Cert(auth::kJoinTokenFile)}));
   // The child's own parser reads them back.
   TaskCommandOptions task;
-  std::vector<std::string> args = {"--coordinator", "127.0.0.1:7070", "--assignment", "a.pb",
-                                   "--bind", "10.0.0.2"};
+  std::vector<std::string> args = {"--coordinator", "127.0.0.1:7070", "--assignment",
+                                   "a.pb",          "--bind",         "10.0.0.2"};
   args.insert(args.end(), child.begin(), child.end());
   const Status parsed = Parse(args, &task, AddTaskFlags,
                               [](TaskCommandOptions* options) { return CheckTaskFlags(*options); });
@@ -127,9 +124,9 @@ TEST_F(WorkerTlsTest, RegistersWithACoordinatorThatWantsCertificateAndToken) {
     v1::RegisterResponse response;
     return stub->Register(&context, request, &response);
   };
-  const std::vector<std::string> tls = {"--tls-ca", Cert(auth::kCaCertFile), "--tls-cert",
-                                        Cert(auth::kWorkerCertFile), "--tls-key",
-                                        Cert(auth::kWorkerKeyFile)};
+  const std::vector<std::string> tls = {"--tls-ca",   Cert(auth::kCaCertFile),
+                                        "--tls-cert", Cert(auth::kWorkerCertFile),
+                                        "--tls-key",  Cert(auth::kWorkerKeyFile)};
   grpc::Status status = register_with(tls);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_NE(DescribeRpcError(status).find("UNAUTHENTICATED: worker join token missing or wrong"),

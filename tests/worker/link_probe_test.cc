@@ -183,9 +183,8 @@ TEST(LinkProbeTest, TheServerRefusesConnectionsOverItsCap) {
 
   holder.reset();
   // The holder's thread ends on its own schedule; until it has, new probes may still be refused.
-  EXPECT_TRUE(Eventually([&] {
-    return ProbeLink(Target("w-5", server->port()), 1 << 20, 1000, 1).error().empty();
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] { return ProbeLink(Target("w-5", server->port()), 1 << 20, 1000, 1).error().empty(); }));
 }
 
 TEST(LinkProbeTest, DestroyingTheServerEndsItsOpenConnections) {
@@ -201,8 +200,8 @@ TEST(LinkProbeTest, DestroyingTheServerEndsItsOpenConnections) {
 TEST(LinkProbeTest, AnAddressInUseIsAnErrorNamingTheFlag) {
   auto first = StartServer();
   ASSERT_NE(first, nullptr);
-  auto second = LinkProbeServer::Start("127.0.0.1:" + std::to_string(first->port()),
-                                       "--probe-listen");
+  auto second =
+      LinkProbeServer::Start("127.0.0.1:" + std::to_string(first->port()), "--probe-listen");
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find("--probe-listen: cannot listen on 127.0.0.1:"),
             std::string::npos)

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -147,8 +147,8 @@ TEST(CocktailCuda, ErrorFeedbackFramesAndResidualMatchTheCpuCodecOverManySteps) 
                                  std::to_string(step);
         std::vector<uint8_t> cpu_frame, gpu_frame;
         EncodeStats cpu_stats, gpu_stats;
-        const Status cs = EncodeFrame(*cpu, {x.data(), DType::kFloat32, shape, {}, step},
-                                      &cpu_frame, &cpu_stats);
+        const Status cs =
+            EncodeFrame(*cpu, {x.data(), DType::kFloat32, shape, {}, step}, &cpu_frame, &cpu_stats);
         const Status gs = EncodeOn(*gpu, x, shape, step, &gpu_frame, &gpu_stats);
         ASSERT_EQ(gs.code(), cs.code()) << what << ": " << gs.ToString() << " vs " << cs.ToString();
         ASSERT_EQ(gs.message(), cs.message()) << what;
@@ -364,9 +364,9 @@ TEST(CocktailCuda, LargeTensorTiming) {
     const TensorView view{device.data(), DType::kFloat32, {n}, {}, 1};
     ASSERT_TRUE(EncodeDeviceFrame(*gpu, view, &gpu_frame).ok());  // warm-up (allocations)
     const auto t0 = std::chrono::steady_clock::now();
-    ASSERT_TRUE(EncodeDeviceFrame(*gpu, TensorView{device.data(), DType::kFloat32, {n}, {}, 2},
-                                  &gpu_frame)
-                    .ok());
+    ASSERT_TRUE(
+        EncodeDeviceFrame(*gpu, TensorView{device.data(), DType::kFloat32, {n}, {}, 2}, &gpu_frame)
+            .ok());
     const auto t1 = std::chrono::steady_clock::now();
     ASSERT_TRUE(EncodeFrame(*cpu, {x.data(), DType::kFloat32, {n}, {}, 1}, &cpu_frame).ok());
     const auto t2 = std::chrono::steady_clock::now();
@@ -378,7 +378,9 @@ TEST(CocktailCuda, LargeTensorTiming) {
     const auto t4 = std::chrono::steady_clock::now();
     ASSERT_TRUE(DecodeDeviceFrame(*gpu, gpu_frame, FrameLimits(), &decoded).ok());
     const auto t5 = std::chrono::steady_clock::now();
-    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    auto ms = [](auto a, auto b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
     std::printf("cocktail %s n=%lld: GPU encode %.2f ms, CPU encode %.2f ms, GPU decode %.2f ms\n",
                 mode == MaskMode::kRolling ? "rolling" : "seeded", static_cast<long long>(n),
                 ms(t0, t1), ms(t2, t3), ms(t4, t5));

@@ -16,11 +16,11 @@
 
 namespace geotrain::compression::cuda {
 
-#define GEOTRAIN_SKIP_WITHOUT_GPU()                                     \
-  do {                                                                  \
-    if (!::geotrain::compression::cuda::DeviceAvailable()) {            \
+#define GEOTRAIN_SKIP_WITHOUT_GPU()                                      \
+  do {                                                                   \
+    if (!::geotrain::compression::cuda::DeviceAvailable()) {             \
       GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine"; \
-    }                                                                   \
+    }                                                                    \
   } while (0)
 
 template <typename T>

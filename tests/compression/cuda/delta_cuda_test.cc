@@ -55,9 +55,8 @@ TEST_P(DeltaCudaTest, FramesCachesAndValuesMatchTheCpuCodecOverManySteps) {
   auto gpu_receiver = MakeCudaCodec(config);
   ASSERT_TRUE(cpu_sender.ok() && cpu_receiver.ok() && gpu_sender.ok() && gpu_receiver.ok());
   const int64_t rows = 24, cols = 200;
-  const std::vector<std::vector<uint64_t>> batches = {{1, 2, 3}, {4, 5, 6}, {1, 2, 3},
-                                                      {7, 8, 1}, {4, 5, 6}, {2, 9, 3},
-                                                      {1, 2, 3}, {6, 5, 4}};
+  const std::vector<std::vector<uint64_t>> batches = {{1, 2, 3}, {4, 5, 6}, {1, 2, 3}, {7, 8, 1},
+                                                      {4, 5, 6}, {2, 9, 3}, {1, 2, 3}, {6, 5, 4}};
   for (size_t step = 0; step < batches.size(); ++step) {
     const std::vector<uint64_t>& ids = batches[step];
     const std::vector<float> x = Activations(ids, rows, cols, step);
@@ -70,8 +69,7 @@ TEST_P(DeltaCudaTest, FramesCachesAndValuesMatchTheCpuCodecOverManySteps) {
     ASSERT_TRUE(DecodeFrame(**cpu_receiver, expected, FrameLimits(), &cpu_decoded).ok());
     const std::vector<float> gpu_decoded = GpuDecode(**gpu_receiver, expected);
     ASSERT_EQ(gpu_decoded.size(), cpu_decoded.values.size());
-    ASSERT_EQ(std::memcmp(gpu_decoded.data(), cpu_decoded.values.data(), 4 * gpu_decoded.size()),
-              0)
+    ASSERT_EQ(std::memcmp(gpu_decoded.data(), cpu_decoded.values.data(), 4 * gpu_decoded.size()), 0)
         << "decoded values differ at step " << step;
   }
   const ActivationCache* cpu_cache = DeltaCodecCache(**cpu_sender);

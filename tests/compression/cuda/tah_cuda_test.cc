@@ -32,8 +32,8 @@ std::vector<float> Spiky(int64_t rows, int64_t cols, int tile, uint64_t seed) {
 }
 
 // Encodes on both, compares the frames, decodes the CPU frame on both and compares the values.
-void ExpectGpuMatchesCpu(const CodecConfig& config, const std::vector<float>& x,
-                         const Shape& shape, const std::string& what) {
+void ExpectGpuMatchesCpu(const CodecConfig& config, const std::vector<float>& x, const Shape& shape,
+                         const std::string& what) {
   auto cpu = MakeCodec(config);
   auto gpu = MakeCudaCodec(config);
   ASSERT_TRUE(cpu.ok() && gpu.ok()) << what;
@@ -62,9 +62,8 @@ struct Case {
 std::string Name(const Case& c) {
   return "G=" + std::to_string(c.tile) + (c.unit == EntropyUnit::kToken ? " token" : " tile") +
          " bits " + std::to_string(c.high_bits) + "/" + std::to_string(c.low_bits) + " ratio " +
-         std::to_string(c.ratio) + " tau " + std::to_string(c.tau) + " " +
-         std::to_string(c.rows) + "x" + std::to_string(c.cols) + " x" +
-         std::to_string(c.multiplier);
+         std::to_string(c.ratio) + " tau " + std::to_string(c.tau) + " " + std::to_string(c.rows) +
+         "x" + std::to_string(c.cols) + " x" + std::to_string(c.multiplier);
 }
 
 class TahCudaTest : public ::testing::TestWithParam<Case> {};
@@ -91,7 +90,7 @@ std::vector<Case> AllCases() {
       cases.push_back({tile, unit, 6, 3, 0.0, 2.0, 3, 1024, 1.0f});
     }
     cases.push_back({64, unit, 4, 3, 0.8, 2.0, 4 * 1024, 1600, 1.0f});  // README's shape
-    cases.push_back({8, unit, 4, 3, 0.8, 2.0, 1024, 1600, 1.0f});  // 2·10^5 tile units
+    cases.push_back({8, unit, 4, 3, 0.8, 2.0, 1024, 1600, 1.0f});       // 2·10^5 tile units
   }
   return cases;
 }
@@ -116,7 +115,8 @@ TEST(TahCuda, HostileInputsMatchTheCpuCodec) {
     SplitMix64 shuffle(13);
     const std::vector<float> base = MakeGaussian(128, 12, 2.0f);
     inputs.push_back({"permuted rows (near-tied entropies)",
-                      tah_test::PermutedCopies(base, 96, &shuffle), {96, 128}});
+                      tah_test::PermutedCopies(base, 96, &shuffle),
+                      {96, 128}});
   }
   {
     std::vector<float> x(32 * 128, 0.0f);
@@ -241,14 +241,15 @@ TEST(TahCuda, CorruptFramesAreRefusedLikeTheCpuDecoderBeforeAnythingIsWritten) {
     const Status cpu_status = (*cpu)->Decode(content, cpu_out.data());
     const Status gpu_status = (*gpu)->Decode(content, out.data());
     ASSERT_TRUE(Synchronize(nullptr, "decode").ok());
-    ASSERT_EQ(gpu_status.code(), cpu_status.code()) << trial << ": " << gpu_status.ToString()
-                                                    << " vs " << cpu_status.ToString();
+    ASSERT_EQ(gpu_status.code(), cpu_status.code())
+        << trial << ": " << gpu_status.ToString() << " vs " << cpu_status.ToString();
     ASSERT_EQ(gpu_status.message(), cpu_status.message()) << trial;
     if (!gpu_status.ok()) {
       ++refused;
       ExpectSameFloats(ToHost(out, x.size()), sentinel, "untouched after a refusal");
     } else {
-      ExpectSameFloats(ToHost(out, x.size()), cpu_out, "accepted corrupt frame " + std::to_string(trial));
+      ExpectSameFloats(ToHost(out, x.size()), cpu_out,
+                       "accepted corrupt frame " + std::to_string(trial));
       ASSERT_TRUE(CopyToDevice(out.data(), sentinel.data(), 4 * sentinel.size(), nullptr).ok());
     }
   }
@@ -269,17 +270,17 @@ TEST(TahCuda, UnalignedPointersAndReconfigureKeepTheBytes) {
   std::vector<float> shifted(x.size() + 1, 0.0f);
   std::copy(x.begin(), x.end(), shifted.begin() + 1);
   DeviceArray<float> device = ToDevice(shifted);
-  for (CodecConfig c : {TahConfig(64, 4, 3, 0.8, EntropyUnit::kToken),
-                        TahConfig(8, 2, 2, 0.1, EntropyUnit::kTile),
-                        TahConfig(256, 8, 5, 0.5, EntropyUnit::kToken, 1.0),
-                        TahConfig(512, 3, 4, 0.9, EntropyUnit::kTile, 1.0)}) {
+  for (CodecConfig c :
+       {TahConfig(64, 4, 3, 0.8, EntropyUnit::kToken), TahConfig(8, 2, 2, 0.1, EntropyUnit::kTile),
+        TahConfig(256, 8, 5, 0.5, EntropyUnit::kToken, 1.0),
+        TahConfig(512, 3, 4, 0.9, EntropyUnit::kTile, 1.0)}) {
     ASSERT_TRUE((*gpu)->Reconfigure(c).ok());
     auto cpu = MakeCodec(c);
     ASSERT_TRUE(cpu.ok());
     std::vector<uint8_t> got;
-    ASSERT_TRUE(EncodeDeviceFrame(**gpu, TensorView{device.data() + 1, DType::kFloat32, {8, 512}},
-                                  &got)
-                    .ok());
+    ASSERT_TRUE(
+        EncodeDeviceFrame(**gpu, TensorView{device.data() + 1, DType::kFloat32, {8, 512}}, &got)
+            .ok());
     const std::vector<uint8_t> expected = CpuFrame(**cpu, x, {8, 512});
     ASSERT_TRUE(got == expected) << c.Describe();
     // Decode into an unaligned device buffer.
@@ -333,12 +334,12 @@ TEST(TahCuda, ReportsThroughput) {
     const double bytes = 4.0 * rows * cols;
     const double enc = std::chrono::duration<double>(t1 - t0).count() / reps;
     const double dec = std::chrono::duration<double>(t3 - t2).count() / reps;
-    std::printf("tah %s units, %lld x %lld: encode %.1f us (%.1f GB/s of float32 input, frame to "
-                "host included), decode %.1f us (%.1f GB/s of float32 output, frame from host "
-                "included)\n",
-                unit == EntropyUnit::kToken ? "token" : "tile", static_cast<long long>(rows),
-                static_cast<long long>(cols), enc * 1e6, bytes / enc / 1e9, dec * 1e6,
-                bytes / dec / 1e9);
+    std::printf(
+        "tah %s units, %lld x %lld: encode %.1f us (%.1f GB/s of float32 input, frame to "
+        "host included), decode %.1f us (%.1f GB/s of float32 output, frame from host "
+        "included)\n",
+        unit == EntropyUnit::kToken ? "token" : "tile", static_cast<long long>(rows),
+        static_cast<long long>(cols), enc * 1e6, bytes / enc / 1e9, dec * 1e6, bytes / dec / 1e9);
   }
 }
 

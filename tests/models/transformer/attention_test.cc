@@ -93,8 +93,8 @@ TEST(RotaryTest, InterleavedPairsOnPartOfTheHead) {
     for (int64_t i = 0; i < rotated / 2; ++i) {
       const double angle = p * std::pow(theta, -2.0 * i / rotated);
       const double a = x[0][0][p][2 * i].item<double>(), b = x[0][0][p][2 * i + 1].item<double>();
-      EXPECT_NEAR(result[0][0][p][2 * i].item<double>(),
-                  a * std::cos(angle) - b * std::sin(angle), 1e-12);
+      EXPECT_NEAR(result[0][0][p][2 * i].item<double>(), a * std::cos(angle) - b * std::sin(angle),
+                  1e-12);
       EXPECT_NEAR(result[0][0][p][2 * i + 1].item<double>(),
                   b * std::cos(angle) + a * std::sin(angle), 1e-12);
     }

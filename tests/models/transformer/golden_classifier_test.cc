@@ -23,9 +23,9 @@ using testing::MustLoadStage;
 using testing::ReadTensor;
 
 const std::vector<std::string>& ClassifierNames() {
-  static const std::vector<std::string> names = {"bert", "deberta_v2", "deberta_v2_variant",
-                                                 "deberta_v2_p2c", "deberta_v2_conv",
-                                                 "deberta_v2_conv_groups"};
+  static const std::vector<std::string> names = {
+      "bert",           "deberta_v2",      "deberta_v2_variant",
+      "deberta_v2_p2c", "deberta_v2_conv", "deberta_v2_conv_groups"};
   return names;
 }
 
@@ -45,9 +45,8 @@ ClassifierReference ReadClassifierReference(const std::string& dir) {
       ReadTensor(**file, "labels"),
       ReadTensor(**file, "logits"),
       ReadTensor(**file, "loss"),
-      {ReadTensor(**file, "attention_mask"), (*file)->Contains("token_type_ids")
-                                                 ? ReadTensor(**file, "token_type_ids")
-                                                 : at::Tensor()}};
+      {ReadTensor(**file, "attention_mask"),
+       (*file)->Contains("token_type_ids") ? ReadTensor(**file, "token_type_ids") : at::Tensor()}};
 }
 
 TEST(GoldenClassifierTest, LogitsAndLossMatchTransformers) {
@@ -85,8 +84,7 @@ TEST(GoldenClassifierTest, BFloat16IsClose) {
     const ClassifierReference reference = ReadClassifierReference(dir);
     const StatusOr<ModelConfig> config = LoadModelConfig(dir);
     ASSERT_TRUE(config.ok()) << config.status().ToString();
-    const std::unique_ptr<Stage> stage =
-        MustLoadStage(dir, WholeModelPlan(*config), at::kBFloat16);
+    const std::unique_ptr<Stage> stage = MustLoadStage(dir, WholeModelPlan(*config), at::kBFloat16);
     ASSERT_NE(stage, nullptr);
     const StatusOr<at::Tensor> logits = stage->Forward(reference.input_ids, reference.context);
     ASSERT_TRUE(logits.ok()) << logits.status().ToString();
@@ -94,9 +92,10 @@ TEST(GoldenClassifierTest, BFloat16IsClose) {
     ASSERT_TRUE(loss.ok()) << loss.status().ToString();
     const double logits_diff = MaxAbsDiff(*logits, reference.logits);
     const double loss_diff = MaxAbsDiff(*loss, reference.loss);
-    std::printf("  %-18s BFloat16 max |logit - transformers| = %.3g, |loss - transformers| = "
-                "%.3g\n",
-                name.c_str(), logits_diff, loss_diff);
+    std::printf(
+        "  %-18s BFloat16 max |logit - transformers| = %.3g, |loss - transformers| = "
+        "%.3g\n",
+        name.c_str(), logits_diff, loss_diff);
     EXPECT_LT(logits_diff, 0.1) << name;
     EXPECT_LT(loss_diff, 0.05) << name;
   }
@@ -124,10 +123,10 @@ TEST(GoldenClassifierTest, PaddingIsMaskedOut) {
 // script prints): distances up to position_buckets / 2 stay, longer ones share buckets.
 TEST(GoldenClassifierTest, DebertaLogBuckets) {
   for (const auto& [name, expected] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-           {"deberta_v2", {-6, -5, -5, -5, -5, -5, -5, -4, -3, -2, -1, 0,
-                           1,  2,  3,  4,  5,  5,  5,  5,  5,  5,  6}},
-           {"deberta_v2_p2c", {-6, -6, -5, -5, -5, -5, -4, -4, -3, -2, -1, 0,
-                               1,  2,  3,  4,  4,  5,  5,  5,  5,  6,  6}}}) {
+           {"deberta_v2",
+            {-6, -5, -5, -5, -5, -5, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 5, 5, 5, 5, 5, 6}},
+           {"deberta_v2_p2c",
+            {-6, -6, -5, -5, -5, -5, -4, -4, -3, -2, -1, 0, 1, 2, 3, 4, 4, 5, 5, 5, 5, 6, 6}}}) {
     const StatusOr<ModelConfig> config = LoadModelConfig(GoldenModelDir(name));
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     // Row 11 of a 23-long sequence: query 11 against keys 0..22, distances 11 down to -11.
@@ -161,9 +160,9 @@ TEST(GoldenClassifierTest, LayoutIsWhatTransformersSaved) {
     }
     EXPECT_EQ(listed, saved) << name;
     if (config->family != ModelFamily::kDebertaV2) continue;
-    for (const StagePlan& plan : {StagePlan{0, 0, true, false}, StagePlan{0, 1, true, false},
-                                  StagePlan{1, 3, false, false}, StagePlan{3, 4, false, true},
-                                  StagePlan{4, 4, false, true}}) {
+    for (const StagePlan& plan :
+         {StagePlan{0, 0, true, false}, StagePlan{0, 1, true, false}, StagePlan{1, 3, false, false},
+          StagePlan{3, 4, false, true}, StagePlan{4, 4, false, true}}) {
       size_t shared = 0, conv = 0;
       for (const TensorSpec& spec : StageTensorSpecs(*config, plan)) {
         if (spec.name.rfind("deberta.encoder.conv.", 0) == 0) {

@@ -9,8 +9,8 @@
 #include "common/io/file_contents.h"
 #include "models/safetensors_checkpoint.h"
 #include "models/safetensors_writer.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/models/transformer/golden_models.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {

@@ -52,8 +52,7 @@ class SmolLm2GgufGoldenTest : public ::testing::Test {
     auto logits = stage->Forward(input_ids);
     ASSERT_TRUE(logits.ok()) << logits.status().ToString();
     const at::Tensor l = logits->to(at::kDouble);
-    const double head_diff =
-        testing::MaxAbsDiff(l.narrow(-1, 0, head.size(-1)), head);
+    const double head_diff = testing::MaxAbsDiff(l.narrow(-1, 0, head.size(-1)), head);
     const double lse_diff = testing::MaxAbsDiff(at::logsumexp(l, -1), logsumexp);
     std::printf("  smollm2 %-7s max |logit - transformers| = %.3g, |logsumexp diff| = %.3g\n",
                 c10::toString(dtype), head_diff, lse_diff);
@@ -67,9 +66,13 @@ class SmolLm2GgufGoldenTest : public ::testing::Test {
 
 geotrain::testing::TempDir* SmolLm2GgufGoldenTest::temp_ = nullptr;
 
-TEST_F(SmolLm2GgufGoldenTest, Float64MatchesTransformers) { ExpectMatches(at::kDouble, 1e-9); }  // measured 8.9e-14
+TEST_F(SmolLm2GgufGoldenTest, Float64MatchesTransformers) {
+  ExpectMatches(at::kDouble, 1e-9);
+}  // measured 8.9e-14
 
-TEST_F(SmolLm2GgufGoldenTest, Float32MatchesTransformers) { ExpectMatches(at::kFloat, 5e-4); }  // measured 6.1e-5
+TEST_F(SmolLm2GgufGoldenTest, Float32MatchesTransformers) {
+  ExpectMatches(at::kFloat, 5e-4);
+}  // measured 6.1e-5
 
 }  // namespace
 }  // namespace geotrain::models

@@ -13,19 +13,19 @@
 #include "common/io/file_contents.h"
 #include "models/init_random_model.h"
 #include "models/safetensors_checkpoint.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/models/transformer/golden_models.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
 
+using geotrain::testing::TempDir;
 using testing::GoldenModelDir;
 using testing::GoldenReference;
 using testing::LoadPipeline;
 using testing::MaxAbsDiff;
 using testing::MustLoadStage;
 using testing::ReadGoldenReference;
-using geotrain::testing::TempDir;
 
 void CopyConfig(const std::string& from_dir, const TempDir& to) {
   const StatusOr<std::string> text = io::ReadFileContents(from_dir + "/config.json", 1 << 16);

@@ -5,15 +5,15 @@
 
 #include "models/init_random_model.h"
 #include "models/safetensors_writer.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/models/transformer/golden_models.h"
+#include "tests/testing/temp_dir.h"
 
 namespace geotrain::models {
 namespace {
 
+using geotrain::testing::TempDir;
 using testing::GoldenModelDir;
 using testing::MustLoadStage;
-using geotrain::testing::TempDir;
 
 void ExpectError(const Status& status, StatusCode code, const std::string& fragment) {
   EXPECT_EQ(status.code(), code) << status.ToString();

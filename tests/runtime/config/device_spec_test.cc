@@ -206,12 +206,11 @@ TEST(DataParallelBackendTest, GlooOtherwise) {
   cases.push_back(
       {"no regions", CudaJob(2, 2, 0, "r"), "the regions of the replicas are not known"});
   cases.back().assignment.rank_regions.clear();
-  cases.push_back({"wrong count", CudaJob(2, 2, 0, "r"),
-                   "the regions of the replicas are not known"});
+  cases.push_back(
+      {"wrong count", CudaJob(2, 2, 0, "r"), "the regions of the replicas are not known"});
   cases.back().assignment.rank_regions.pop_back();
   // Global rank = replica x stages + stage: stage 1's replicas are ranks 1 and 3.
-  cases.push_back({"one unknown", CudaJob(2, 2, 1, "r"),
-                   "the region of replica 1 is not known"});
+  cases.push_back({"one unknown", CudaJob(2, 2, 1, "r"), "the region of replica 1 is not known"});
   cases.back().assignment.rank_regions[3] = "";
   cases.push_back({"two regions", CudaJob(2, 2, 1, "us-east"),
                    "the replicas span regions us-east and eu-west"});

@@ -10,8 +10,7 @@ namespace geotrain::runtime {
 namespace {
 
 // The smallest valid job: what every job needs besides its name.
-const std::string kRequired =
-    "model: {dir: /m}\ndata: {train: [/d.txt], seq_length: 16}\n";
+const std::string kRequired = "model: {dir: /m}\ndata: {train: [/d.txt], seq_length: 16}\n";
 
 // Expects `yaml` to be refused with a message naming `field`.
 void ExpectRefused(const std::string& yaml, const std::string& field) {
@@ -33,7 +32,7 @@ TEST(JobSpecHostileTest, NameIsBounded) {
 TEST(JobSpecHostileTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
   ExpectRefused("name: j\nmodel: {dir: \"/m\\xff\"}\n# caf\xe9\n", "line 3, byte 6: 0xe9");
   ExpectRefused("name: \"j\xc0\xaf\"\n", "line 1, byte 9: 0xc0");  // overlong '/'
-  ExpectRefused("name: j\xed\xa0\x80\n", "line 1, byte 8: 0xed");    // a surrogate
+  ExpectRefused("name: j\xed\xa0\x80\n", "line 1, byte 8: 0xed");  // a surrogate
   const auto spec = ParseJobSpec("name: caf\xc3\xa9-\xe2\x82\xac\n" + kRequired);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->name, "caf\xc3\xa9-\xe2\x82\xac");

@@ -384,9 +384,10 @@ TEST(JobSpecTest, ReadsOnAfterABadKeyOrSection) {
   testing::TempDir tmp;
   const std::string path = tmp.Write("job.yaml", "name: t\nmodel: {dir: m, dtype: f8}\n");
   EXPECT_EQ(LoadJobSpecFile(path).status().message(),
-            path + ": 2 problems:\n"
-                   "  model.dtype: \"f8\" is not one of f32, bf16, f16 (line 2)\n"
-                   "  data.train: no sources");
+            path +
+                ": 2 problems:\n"
+                "  model.dtype: \"f8\" is not one of f32, bf16, f16 (line 2)\n"
+                "  data.train: no sources");
 }
 
 // A spec in which every field differs from its default, with awkward strings and numbers.
@@ -503,8 +504,7 @@ void ExpectSameCodec(const cz::CodecConfig& x, const cz::CodecConfig& y, const c
   EXPECT_EQ(x.threads, y.threads);
 }
 
-void ExpectSameSources(const std::vector<WeightedSource>& x,
-                       const std::vector<WeightedSource>& y) {
+void ExpectSameSources(const std::vector<WeightedSource>& x, const std::vector<WeightedSource>& y) {
   ASSERT_EQ(x.size(), y.size());
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(x[i].path, y[i].path);

@@ -266,7 +266,8 @@ TEST(StepLineTest, ABadValueOfEachKindIsRefusedNamingItsKey) {
       {R"({"step": 1, "peak_host_memory_bytes": -1})", "peak_host_memory_bytes: -1 is negative"},
       {R"({"step": 1, "eval_loss": "low"})", "eval_loss: expected a number, got string"},
       {R"({"step": 1, "traffic": [{)" + kEntry + R"(, "direction": "sent",
-          "latency_seconds": -0.5}]})", "traffic[0].latency_seconds: -0.5 is negative"},
+          "latency_seconds": -0.5}]})",
+       "traffic[0].latency_seconds: -0.5 is negative"},
       // bool, std::string, names
       {R"({"step": 1, "checkpointed": "yes"})", "checkpointed: expected true or false, got string"},
       {R"({"step": 1, "checkpoint_error": 5})", "checkpoint_error: expected a string, got number"},

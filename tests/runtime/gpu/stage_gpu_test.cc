@@ -26,18 +26,18 @@ namespace {
 using testing::RunRanks;
 using testing::TinyJob;
 
-#define SKIP_WITHOUT_CUDA(gpus)                                                   \
-  do {                                                                            \
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA is not available";    \
-    if (static_cast<int>(torch::cuda::device_count()) < (gpus)) {                 \
-      GTEST_SKIP() << "needs " << (gpus) << " GPUs, this machine has "            \
-                   << torch::cuda::device_count();                                \
-    }                                                                             \
+#define SKIP_WITHOUT_CUDA(gpus)                                                \
+  do {                                                                         \
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA is not available"; \
+    if (static_cast<int>(torch::cuda::device_count()) < (gpus)) {              \
+      GTEST_SKIP() << "needs " << (gpus) << " GPUs, this machine has "         \
+                   << torch::cuda::device_count();                             \
+    }                                                                          \
   } while (false)
 
 struct Outcome {
-  std::vector<double> losses;                      // the last stage's (replica 0's), per step
-  std::map<std::string, at::Tensor> parameters;    // every rank's, on the CPU, by "rank/name"
+  std::vector<double> losses;                    // the last stage's (replica 0's), per step
+  std::map<std::string, at::Tensor> parameters;  // every rank's, on the CPU, by "rank/name"
 };
 
 // Trains `job` on every rank (threads, fake links) for its total_steps; `edit` adjusts each
@@ -79,8 +79,7 @@ void ExpectClose(const Outcome& got, const Outcome& want, double tolerance) {
   ASSERT_EQ(got.parameters.size(), want.parameters.size());
   for (const auto& [name, value] : want.parameters) {
     const at::Tensor& other = got.parameters.at(name);
-    EXPECT_LE((other - value).norm().item<double>(),
-              tolerance * value.norm().item<double>() + 1e-6)
+    EXPECT_LE((other - value).norm().item<double>(), tolerance * value.norm().item<double>() + 1e-6)
         << name;
   }
 }
@@ -158,13 +157,15 @@ TEST(GpuProcessesTest, TwoProcessesShareOneGpuAndMatchTheCpuRun) {
   const StageAssignment job = TinyJob(dir, 2, 1);
   const auto run = [&](const std::string& name, const std::string& model_keys) {
     const std::string yaml = dir.Write(
-        name + ".yaml", "name: " + name + "\nmodel: {dir: \"" + job.model_dir + "\"" +
-                            model_keys + "}\ndata: {train: [\"" + job.data.train.at(0).path +
+        name + ".yaml", "name: " + name + "\nmodel: {dir: \"" + job.model_dir + "\"" + model_keys +
+                            "}\ndata: {train: [\"" + job.data.train.at(0).path +
                             "\"]}\npipeline: {stages: 2}\ndata_parallel: {replicas: 1}\n");
     std::vector<testing::Args> ranks;
     for (int rank = 0; rank < 2; ++rank) {
-      testing::Args args = {"--world-size", "2", "--rank", std::to_string(rank), "--dist-url",
-                            "file://" + dir.File(name + ".rdzv"), "--config", yaml};
+      testing::Args args = {"--world-size", "2",
+                            "--rank",       std::to_string(rank),
+                            "--dist-url",   "file://" + dir.File(name + ".rdzv"),
+                            "--config",     yaml};
       const testing::Args flags = testing::TinyJobFlags(job);
       args.insert(args.end(), flags.begin(), flags.end());
       ranks.push_back(std::move(args));

@@ -36,11 +36,11 @@ TEST(GeotrainRunResumeTest, ResumedRunMatchesUninterruptedRun) {
   };
 
   const JobSteps whole = train("whole", {});
-  const JobSteps first = train("first", {"--checkpoint-path", checkpoints, "--checkpoint-steps",
-                                         "2", "--total-steps", "4"});
+  const JobSteps first = train(
+      "first", {"--checkpoint-path", checkpoints, "--checkpoint-steps", "2", "--total-steps", "4"});
   EXPECT_TRUE(std::filesystem::exists(checkpoints + "/step-00000004/stage-01.replica-01.done"));
-  const JobSteps resumed = train("resumed", {"--checkpoint-path", checkpoints,
-                                             "--checkpoint-steps", "2", "--total-steps", "6"});
+  const JobSteps resumed = train("resumed", {"--checkpoint-path", checkpoints, "--checkpoint-steps",
+                                             "2", "--total-steps", "6"});
   const std::string resumed_log = ReadFile(dir.File("resumed.rank-0.stderr"));
   EXPECT_NE(resumed_log.find("resumed from the checkpoint of step 4"), std::string::npos)
       << resumed_log;

@@ -21,8 +21,12 @@ namespace {
 // The activation gradients a last stage sends per step: 2 micro-batches of [2, 16, 32] floats.
 constexpr double kGradientBytes = 2 * 2 * 16 * 32 * 4;
 
-const Args kCodecsOff = {"--forward-compress-method",  "none", "--backward-compress-method",
-                         "none", "--dp-mode", "allreduce"};
+const Args kCodecsOff = {"--forward-compress-method",
+                         "none",
+                         "--backward-compress-method",
+                         "none",
+                         "--dp-mode",
+                         "allreduce"};
 
 std::vector<double> Losses(const std::vector<nlohmann::json>& lines) {
   std::vector<double> losses;
@@ -45,9 +49,7 @@ const nlohmann::json* Traffic(const nlohmann::json& line, const std::string& kin
   return nullptr;
 }
 
-double Number(const nlohmann::json& entry, const char* key) {
-  return entry.at(key).get<double>();
-}
+double Number(const nlohmann::json& entry, const char* key) { return entry.at(key).get<double>(); }
 
 // Both last-stage ranks printed steps 1 to 6.
 void ExpectSixSteps(const JobSteps& steps) {
@@ -188,11 +190,11 @@ TEST_F(GeotrainRunCodecTest, AcSgdCompressesEveryLink) {
 // (c) TAH-Quant activations, 6-bit gradients. TAH's default tile of 64 values does not divide
 // the tiny model's width of 32, so the tile is 32.
 TEST_F(GeotrainRunCodecTest, TahQuantCompressesThePipeline) {
-  const JobSteps steps = Train(
-      "tah-quant", {"--forward-compress-method", "tah", "--tile-size", "32",
-                    "--high-precision-bits", "4", "--low-precision-bits", "3",
-                    "--high-precision-allocation-ratio", "0.8", "--backward-compress-method",
-                    "fixpoint", "--backward-bits", "6"});
+  const JobSteps steps =
+      Train("tah-quant",
+            {"--forward-compress-method", "tah", "--tile-size", "32", "--high-precision-bits", "4",
+             "--low-precision-bits", "3", "--high-precision-allocation-ratio", "0.8",
+             "--backward-compress-method", "fixpoint", "--backward-bits", "6"});
   ExpectSixSteps(steps);
   ExpectLossyForward(steps);
   for (const auto& [rank, lines] : steps) {
@@ -207,9 +209,8 @@ TEST_F(GeotrainRunCodecTest, TahQuantCompressesThePipeline) {
 // large as the gradient, so the samples are 32 tokens long: [64, 32] gradients, factors 3/4 of it.
 TEST_F(GeotrainRunCodecTest, OptimusCcCompressesTheDrainPhaseAndStageZero) {
   const JobSteps steps =
-      Train("optimus-cc", {"--backward-compress-method", "powersgd", "--epilogue-only",
-                           "--dp-mode", "powersgd", "--compressed-stages", "1",
-                           "--seq-length", "32"});
+      Train("optimus-cc", {"--backward-compress-method", "powersgd", "--epilogue-only", "--dp-mode",
+                           "powersgd", "--compressed-stages", "1", "--seq-length", "32"});
   ExpectSixSteps(steps);
   for (const auto& [rank, lines] : steps) {
     for (const nlohmann::json& line : lines) {
@@ -239,9 +240,8 @@ TEST_F(GeotrainRunCodecTest, McBenchShrinksTheLinkAndTheMomentum) {
 
 // (f) AC-SGD's delta with a low-bit activation cache.
 TEST_F(GeotrainRunCodecTest, DeltaLowbitsCompressesActivations) {
-  const JobSteps steps =
-      Train("delta-lowbits", {"--forward-compress-method", "delta-lowbits", "--forward-bits", "4",
-                              "--forward-bits-act", "4"});
+  const JobSteps steps = Train("delta-lowbits", {"--forward-compress-method", "delta-lowbits",
+                                                 "--forward-bits", "4", "--forward-bits-act", "4"});
   ExpectSixSteps(steps);
   ExpectLossyForward(steps);
 }

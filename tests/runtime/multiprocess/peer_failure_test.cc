@@ -22,15 +22,15 @@ std::vector<std::string> SurvivorsOfFailedRank(int victim, int signal) {
   const geotrain::testing::TempDir dir;
   const StageAssignment job = TinyJob(dir, kStages, kReplicas);
   const std::string yaml = dir.Write(
-      "job.yaml", TinyJobYaml(job, "training: {timeout_seconds: " +
-                                       std::to_string(kTimeoutSeconds) + "}\n"));
+      "job.yaml",
+      TinyJobYaml(job, "training: {timeout_seconds: " + std::to_string(kTimeoutSeconds) + "}\n"));
   Args flags = TinyJobFlags(job);
   flags.insert(flags.end(), {"--config", yaml, "--total-steps", "1000"});
   RankProcesses ranks(dir.File("job"), JobArgs("file://" + dir.File("rdzv"), flags));
 
-  const bool training = ranks.WaitFor(
-      [&] { return !ranks.Stdout(1).empty() || ranks.running_count() < kWorld; },
-      std::chrono::seconds(120));
+  const bool training =
+      ranks.WaitFor([&] { return !ranks.Stdout(1).empty() || ranks.running_count() < kWorld; },
+                    std::chrono::seconds(120));
   if (!training || ranks.running_count() < kWorld) {
     ADD_FAILURE() << "training did not start\n" << ranks.Summary();
     return {};

@@ -178,14 +178,22 @@ class RankProcesses {
 // 2 micro-batches of 2 samples of 16 tokens per replica. Flags appended later override these
 // (geotrain-run keeps the last value of a flag given twice).
 inline Args TinyJobFlags(const StageAssignment& job) {
-  return {"--model-name",       job.model_dir,
-          "--tokenizer-name",   job.data.tokenizer_dir,
-          "--task-name",        job.data.train.at(0).path,
-          "--seq-length",       "16",
-          "--micro-batch-size", "2",
-          "--batch-size",       "4",
-          "--total-steps",      "6",
-          "--lr",               "1e-3"};
+  return {"--model-name",
+          job.model_dir,
+          "--tokenizer-name",
+          job.data.tokenizer_dir,
+          "--task-name",
+          job.data.train.at(0).path,
+          "--seq-length",
+          "16",
+          "--micro-batch-size",
+          "2",
+          "--batch-size",
+          "4",
+          "--total-steps",
+          "6",
+          "--lr",
+          "1e-3"};
 }
 
 // A job YAML for --config: the required keys and the layout of `job`, then `more` (YAML lines).
@@ -200,11 +208,16 @@ inline std::string TinyJobYaml(const StageAssignment& job, const std::string& mo
 inline std::vector<Args> JobArgs(const std::string& dist_url, const Args& flags) {
   std::vector<Args> ranks;
   for (int rank = 0; rank < kWorld; ++rank) {
-    Args args = {"--world-size",          std::to_string(kWorld),
-                 "--pipeline-group-size", std::to_string(kStages),
-                 "--data-group-size",     std::to_string(kReplicas),
-                 "--rank",                std::to_string(rank),
-                 "--dist-url",            dist_url};
+    Args args = {"--world-size",
+                 std::to_string(kWorld),
+                 "--pipeline-group-size",
+                 std::to_string(kStages),
+                 "--data-group-size",
+                 std::to_string(kReplicas),
+                 "--rank",
+                 std::to_string(rank),
+                 "--dist-url",
+                 dist_url};
     args.insert(args.end(), flags.begin(), flags.end());
     ranks.push_back(std::move(args));
   }
