@@ -9,11 +9,13 @@ namespace {
 
 Status SqliteError(sqlite3* db, const std::string& path, int code, const std::string& what) {
   const char* message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(code);
-  // Corruption and foreign files are data problems, not transient ones.
+  // Corruption and foreign files are data problems, not transient ones; a full disk is told by
+  // its code, so that callers never search the text for it.
   const int primary = code & 0xff;
   const StatusCode status_code =
       (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) ? StatusCode::kDataLoss
       : (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)  ? StatusCode::kUnavailable
+      : primary == SQLITE_FULL                                ? StatusCode::kResourceExhausted
                                                               : StatusCode::kInternal;
   return Status(status_code, path + ": " + what + ": " + message);
 }
