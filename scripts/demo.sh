@@ -56,8 +56,8 @@ while (($# > 0)); do
   esac
 done
 case $MODEL in
-  tiny) JOB_EXAMPLE=examples/gpt2-tiny-2x2.yaml; JOB_PATHS=/tmp/geotrain-gpt2-tiny-2x2 ;;
-  smollm2) JOB_EXAMPLE=examples/smollm2-2x2.yaml; JOB_PATHS=/tmp/geotrain-smollm2-2x2 ;;
+  tiny) JOB_EXAMPLE=examples/gpt2-tiny-2x2.yaml; JOB_PATHS=runs/gpt2-tiny-2x2 ;;
+  smollm2) JOB_EXAMPLE=examples/smollm2-2x2.yaml; JOB_PATHS=runs/smollm2-2x2 ;;
   *) echo "demo: --model: '$MODEL' is neither tiny nor smollm2" >&2; exit 2 ;;
 esac
 [[ -z $STEPS || $STEPS =~ ^[1-9][0-9]*$ ]] ||
@@ -262,6 +262,7 @@ WORKER_PIDS=()
 for i in 0 1 2 3; do
   worker_args=(--coordinator "$ADDRESS" --advertise "${WORKER_ADDRS[$i]}"
                --region "${REGIONS[$i]}" --work-dir "$DEMO_DIR/worker-$i" --data-root "$REPO"
+               --allow-path "$DEMO_DIR"
                --threads 1 --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem"
                --tls-key "$CERTS/worker.key" --join-token-file "$CERTS/join.token")
   if [[ -n $WORKER_METRICS_FLAG ]]; then

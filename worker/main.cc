@@ -199,6 +199,9 @@ int DaemonMain(int argc, char** argv) {
   spdlog::info("geotrain-worker {} on {} ({}, {} CPUs), work dir {}, data root {}", WorkerVersion(),
                session_options.capabilities.host(), session_options.capabilities.device_kind(),
                session_options.capabilities.cpu_count(), flags.work_dir, flags.data_root);
+  for (const std::string& dir : flags.allowed_paths) {
+    spdlog::info("job paths may also name {} (--allow-path)", dir);
+  }
 
   SupervisorOptions supervisor_options;
   supervisor_options.coordinator = flags.coordinator;
@@ -207,6 +210,7 @@ int DaemonMain(int argc, char** argv) {
   supervisor_options.work_dir = flags.work_dir;
   supervisor_options.metrics = metrics.get();
   supervisor_options.data_root = flags.data_root;
+  supervisor_options.allowed_paths = flags.allowed_paths;
   supervisor_options.threads = flags.threads;
   supervisor_options.stop_grace =
       std::chrono::milliseconds(static_cast<int64_t>(flags.stop_grace_seconds * 1000));

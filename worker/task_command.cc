@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/io/path_confinement.h"
+#include "runtime/job_paths.h"
 #include "runtime/rank_runner.h"
 #include "runtime/step_line.h"
 #include "worker/assignment_file.h"
@@ -23,6 +25,21 @@ constexpr int kExitBadAssignment = 2;
 std::string OneLine(std::string text) {
   for (size_t at; (at = text.find('\n')) != std::string::npos;) text.replace(at, 1, "; ");
   return text;
+}
+
+// The job's paths confined to --data-root and --allow-path and its outputs claimed
+// (runtime/job_paths.h); the assignment then names canonical paths only.
+Status ConfinePaths(const TaskCommandOptions& options, runtime::StageAssignment* stage) {
+  std::error_code ec;
+  const std::string root =
+      options.data_root.empty() ? std::filesystem::current_path(ec).string() : options.data_root;
+  GEOTRAIN_ASSIGN_OR_RETURN(io::PathConfinement confinement,
+                            io::PathConfinement::Create(root, options.allowed_paths));
+  GEOTRAIN_RETURN_IF_ERROR(runtime::ConfineJobPaths(confinement, stage));
+  std::vector<std::string> notes;
+  GEOTRAIN_RETURN_IF_ERROR(runtime::ClaimJobOutputs(stage, io::Env::Default(), &notes));
+  for (const std::string& note : notes) spdlog::warn("{}", note);
+  return OkStatus();
 }
 
 Status Train(const TaskCommandOptions& options, const geotrain::v1::Assignment& assignment,
@@ -71,6 +88,12 @@ int RunTaskCommand(const TaskCommandOptions& options) {
   StatusOr<runtime::StageAssignment> stage = StageAssignmentOf(*assignment);
   if (!stage.ok()) {
     spdlog::error("{}", OneLine(stage.status().message()));
+    return kExitBadAssignment;
+  }
+  // Before anything is read or written: a path outside the data root, or an output that would
+  // replace a file the job did not create, is a bad job (exit 2, no retry can fix it).
+  if (const Status confined = ConfinePaths(options, &*stage); !confined.ok()) {
+    spdlog::error("job {}: {}", assignment->job_id(), OneLine(confined.message()));
     return kExitBadAssignment;
   }
   if (options.threads > 0) at::set_num_threads(options.threads);

@@ -167,6 +167,14 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
     process.env.emplace_back("OMP_NUM_THREADS", std::to_string(options_.threads));
   }
   process.cwd = options_.data_root;
+  if (!options_.data_root.empty()) {
+    process.argv.push_back("--data-root");
+    process.argv.push_back(options_.data_root);
+  }
+  for (const std::string& dir : options_.allowed_paths) {
+    process.argv.push_back("--allow-path");
+    process.argv.push_back(dir);
+  }
 
   TaskRunCallbacks callbacks;
   callbacks.on_step =

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/auth/channel_credentials.h"
 #include "geotrain/v1/coordinator.pb.h"
@@ -40,7 +41,9 @@ struct SupervisorOptions {
   std::string advertise;  // the children's --bind (Gloo listens there)
   std::string work_dir;   // tasks/ is created under it
   std::string data_root;  // the children's working directory; relative job paths resolve here
-  int threads = 0;        // intra-op threads per child (and OMP_NUM_THREADS); 0: LibTorch's
+  // Passed on as the children's --data-root and --allow-path: where job paths may point.
+  std::vector<std::string> allowed_paths;
+  int threads = 0;  // intra-op threads per child (and OMP_NUM_THREADS); 0: LibTorch's
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM -> SIGKILL
   std::string task_binary = "/proc/self/exe";  // the program run as `BINARY task ...`
   uint64_t task_log_cap_bytes = TaskLog::kDefaultCapBytes;

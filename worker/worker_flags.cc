@@ -50,8 +50,12 @@ void AddDaemonFlags(CLI::App* app, DaemonFlags* flags) {
                   "worker id file and one directory per task (created if missing)")
       ->required();
   app->add_option("--data-root", flags->data_root,
-                  "working directory of the tasks: relative paths in job specs resolve here "
+                  "working directory of the tasks: relative paths in job specs resolve here, "
+                  "and every job path must lie below it or an --allow-path "
                   "(default: the current directory)");
+  app->add_option("--allow-path", flags->allowed_paths,
+                  "a directory besides --data-root that job paths may name, e.g. checkpoints "
+                  "on another disk (repeatable)");
   app->add_option("--threads", flags->threads,
                   "intra-op threads (and OMP_NUM_THREADS) of each task; 0: LibTorch's default")
       ->capture_default_str();
@@ -139,6 +143,12 @@ Status FinishDaemonFlags(DaemonFlags* flags) {
     return InvalidArgument("--data-root: " + flags->data_root + " is not a directory");
   }
   flags->data_root = fs::absolute(flags->data_root).lexically_normal().string();
+  for (std::string& dir : flags->allowed_paths) {
+    if (dir.empty() || !fs::is_directory(dir, ec)) {
+      return InvalidArgument("--allow-path: " + dir + " is not a directory");
+    }
+    dir = fs::absolute(dir).lexically_normal().string();
+  }
   return OkStatus();
 }
 
@@ -148,6 +158,10 @@ void AddTaskFlags(CLI::App* app, TaskCommandOptions* options) {
   app->add_option("--bind", options->bind_address, "the address Gloo listens on")->required();
   app->add_option("--threads", options->threads, "intra-op threads; 0: LibTorch's default")
       ->capture_default_str();
+  app->add_option("--data-root", options->data_root,
+                  "job paths resolve here and must lie below it (default: the current directory)");
+  app->add_option("--allow-path", options->allowed_paths,
+                  "another directory job paths may name (repeatable)");
   AddCredentialFlags(app, &options->credentials);
 }
 

@@ -2,10 +2,12 @@
 // declared on a CLI::App and checked afterwards, every error naming the flag and the reason.
 //
 //   geotrain-worker --coordinator HOST:PORT --advertise ADDR --region NAME --work-dir DIR
-//       [--data-root DIR] [--threads N] [--stop-grace-seconds S] [--port-min P --port-max P]
+//       [--data-root DIR] [--allow-path DIR ...] [--threads N] [--stop-grace-seconds S] [--port-min
+//       P --port-max P]
 //       [--log-level info] [--metrics-listen HOST:PORT] [--probe-listen HOST:PORT]
 //       [--tls-ca FILE [--tls-cert FILE --tls-key FILE] [--join-token-file FILE]]
 //   geotrain-worker task --coordinator HOST:PORT --assignment FILE --bind ADDR [--threads N]
+//       [--data-root DIR] [--allow-path DIR ...]
 //       [the daemon's --tls-* and --join-token-file]
 #pragma once
 
@@ -27,6 +29,9 @@ struct DaemonFlags {
   std::string region;
   std::string work_dir;
   std::string data_root;  // empty: the current directory
+  // --allow-path DIR (repeatable): directories besides data_root that job paths may name
+  // (checkpoints on another disk); absolute after FinishDaemonFlags.
+  std::vector<std::string> allowed_paths;
   int threads = 0;
   double stop_grace_seconds = 5;
   int port_min = 0;
@@ -39,7 +44,7 @@ struct DaemonFlags {
 };
 
 void AddDaemonFlags(CLI::App* app, DaemonFlags* flags);
-// Checks the values; makes work_dir (created if missing) and data_root absolute.
+// Checks the values; makes work_dir (created if missing), data_root and allowed_paths absolute.
 Status FinishDaemonFlags(DaemonFlags* flags);
 
 void AddTaskFlags(CLI::App* app, TaskCommandOptions* options);

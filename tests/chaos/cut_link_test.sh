@@ -63,7 +63,7 @@ for i in 1 2 3 4; do
   wan_exec_prefix "w$i"
   OMP_NUM_THREADS=1 "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator 10.77.0.1:7070 \
     --advertise "10.77.$i.1" --region "r$i" --work-dir "$OUT/w$i" --data-root "$REPO" \
-    --threads 1 --metrics-listen "" --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem" \
+    --allow-path "$OUT" --threads 1 --metrics-listen "" --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem" \
     --tls-key "$CERTS/worker.key" --join-token-file "$CERTS/join.token" \
     >"$OUT/w$i.out" 2>"$OUT/w$i.log" &
   PIDS+=($!)
@@ -81,7 +81,7 @@ idle_workers() { [[ $(cli workers 2>/dev/null | grep -cw idle || true) -ge $1 ]]
 wait_for 90 "four idle workers" idle_workers 4
 
 # The tiny job made short: a checkpoint every 5 steps, a 15 s transport timeout.
-sed -e "s|/tmp/geotrain-gpt2-tiny-2x2|$OUT/job|" -e 's/^  steps: .*/  steps: 20/' \
+sed -e "s|runs/gpt2-tiny-2x2|$OUT/job|" -e 's/^  steps: .*/  steps: 20/' \
   -e 's/^  checkpoint_every: .*/  checkpoint_every: 5/' -e 's/^  eval_every: .*/  eval_every: 0/' \
   -e 's/^  timeout_seconds: .*/  timeout_seconds: 15/' -e 's/^  max_restarts: .*/  max_restarts: 3/' \
   "$REPO/examples/gpt2-tiny-2x2.yaml" >"$OUT/job.yaml"

@@ -5,7 +5,8 @@
 // the cluster's temporary directory; the destructor SIGKILLs and reaps whatever still runs (a
 // worker's task processes die with their daemon), so a failing test leaves nothing behind.
 // Workers run their tasks with the source tree as --data-root, so the example job's relative paths
-// (examples/...) resolve. Not thread-safe: the test's thread owns the cluster.
+// (examples/...) resolve, and the cluster's directory as an --allow-path, where the jobs' outputs
+// go. Not thread-safe: the test's thread owns the cluster.
 #pragma once
 
 #include <dirent.h>
@@ -216,7 +217,8 @@ class ControlCluster {
     workers_.push_back(std::make_unique<Process>(
         GEOTRAIN_WORKER_BINARY,
         Args{"--coordinator", address(), "--advertise", "127.0.0.1", "--region", region,
-             "--work-dir", dir() + "/" + name, "--data-root", GEOTRAIN_SOURCE_DIR, "--threads", "1",
+             "--work-dir", dir() + "/" + name, "--data-root", GEOTRAIN_SOURCE_DIR, "--allow-path", dir(),
+             "--threads", "1",
              "--metrics-listen", "127.0.0.1:0"},
         dir() + "/" + name));
     return *workers_.back();
@@ -340,11 +342,11 @@ class ControlCluster {
     return logs;
   }
 
-  // Writes examples/gpt2-tiny-2x2.yaml with its /tmp paths moved into this cluster's directory and
+  // Writes examples/gpt2-tiny-2x2.yaml with its runs/ paths moved into this cluster's directory and
   // `steps` training steps; returns the file's path.
   std::string WriteTinyJob(int steps) {
     std::string yaml = ReadFile(std::string(GEOTRAIN_SOURCE_DIR) + "/examples/gpt2-tiny-2x2.yaml");
-    ReplaceAll(&yaml, "/tmp/geotrain-gpt2-tiny-2x2", dir() + "/job");
+    ReplaceAll(&yaml, "runs/gpt2-tiny-2x2", dir() + "/job");
     const size_t at = yaml.find("\n  steps: ");
     EXPECT_NE(at, std::string::npos) << "examples/gpt2-tiny-2x2.yaml has no training.steps";
     if (at != std::string::npos) {

@@ -156,7 +156,8 @@ def main():
             cluster.start(name, [
                 f"{bin_dir}/geotrain-worker", "--coordinator", coordinator,
                 "--advertise", "127.0.0.1", "--region", "region-a" if i < 2 else "region-b",
-                "--work-dir", f"{root}/{name}", "--data-root", source, "--threads", "1",
+                "--work-dir", f"{root}/{name}", "--data-root", source, "--allow-path", root,
+                "--threads", "1",
                 "--metrics-listen", "127.0.0.1:0"])
             targets.append(cluster.wait_for_line(name, r"metrics on (\S+)"))
 
@@ -171,7 +172,7 @@ def main():
 
         # The bundled job, shortened, with its directories under the test's.
         with open(f"{source}/examples/gpt2-tiny-2x2.yaml") as f:
-            spec = f.read().replace("/tmp/geotrain-gpt2-tiny-2x2", f"{root}/job")
+            spec = f.read().replace("runs/gpt2-tiny-2x2", f"{root}/job")
         spec = re.sub(r"(?m)^  steps: \d+", "  steps: 40", spec)
         with open(f"{root}/job.yaml", "w") as f:
             f.write(spec)

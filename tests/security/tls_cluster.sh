@@ -5,7 +5,8 @@
 #   source tests/security/tls_cluster.sh
 #   tls_cluster_init NAME BUILD_DIR      # skip (exit 77) without namespaces; sets OUT, BIN, CERTS
 #   tls_cluster_start_coordinator [FLAGS...]
-#   tls_cluster_start_workers N [FLAGS...] # w1..wN in namespaces 10.77.i.1, region ri
+#   tls_cluster_start_workers N [FLAGS...] # w1..wN in namespaces 10.77.i.1, region ri; their
+#                                         # --data-root: $TLS_CLUSTER_DATA_ROOT, else the repo
 #   tls_cluster_wait_idle N
 #   cli ARGS...                           # the admin CLI, inside the coordinator's namespace
 #   attacker ARGS...                      # a command run in the attacker's namespace (10.77.99.1)
@@ -86,7 +87,7 @@ tls_cluster_start_workers() {
     # shellcheck disable=SC2046
     OMP_NUM_THREADS=1 "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator "$COORDINATOR_ADDR" \
       --advertise "10.77.$i.1" --region "r$i" --work-dir "$OUT/w$i" \
-      --data-root "$TLS_CLUSTER_REPO" --threads 1 --metrics-listen "" $(worker_tls_flags "$i") "$@" \
+      --data-root "${TLS_CLUSTER_DATA_ROOT:-$TLS_CLUSTER_REPO}" --threads 1 --metrics-listen "" $(worker_tls_flags "$i") "$@" \
       >>"$OUT/w$i.out" 2>>"$OUT/w$i.log" &
     PIDS+=($!)
   done
