@@ -9,6 +9,9 @@
 //                                     seals every data-plane frame with AES-256-GCM)
 //       [--emulate-link-mbit 200]    (every link of this rank sends at most that many Mbit/s:
 //                                     net/paced_transport.h, a WAN on one machine without tc)
+//       [--data-root DIR [--allow-path DIR ...]]   (confine the job's paths as a worker does,
+//                                     runtime/job_paths.h; without it, a user running this by
+//                                     hand reads and writes with their own rights)
 //
 // Flags follow the seed projects (runtime/seed_flags.h; docs/job-spec.md maps them onto the job
 // spec). Rank 0 serves the rendezvous store of a tcp:// URL; a file:// URL names a file every rank
@@ -25,8 +28,10 @@
 #include <vector>
 
 #include "common/io/host_port.h"
+#include "common/io/path_confinement.h"
 #include "net/gloo_transport.h"
 #include "runtime/frame_key_file.h"
+#include "runtime/job_paths.h"
 #include "runtime/rank_runner.h"
 #include "runtime/seed_flags.h"
 #include "runtime/step_line.h"
@@ -57,11 +62,16 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const SeedRunConfig& config,
 constexpr const char* kFrameKeyFlag = "--frame-key-file";
 constexpr const char* kEmulateLinkFlag = "--emulate-link-mbit";
 
-// Takes `flag` VALUE (or `flag`=VALUE) out of argv, which keeps the seed projects' flags, and
-// returns VALUE ("" when absent).
-StatusOr<std::string> TakeFlag(std::vector<char*>* args, const std::string& flag) {
-  std::string value;
+constexpr const char* kDataRootFlag = "--data-root";
+constexpr const char* kAllowPathFlag = "--allow-path";
+
+// Takes every `flag` VALUE (or `flag`=VALUE) out of argv, which keeps the seed projects' flags,
+// and returns the VALUEs in order (none when absent).
+StatusOr<std::vector<std::string>> TakeFlagValues(std::vector<char*>* args,
+                                                  const std::string& flag) {
+  std::vector<std::string> values;
   for (size_t i = 1; i < args->size();) {
+    std::string value;
     const std::string arg = (*args)[i];
     const std::string with_value = flag + "=";
     if (arg == flag) {
@@ -76,8 +86,33 @@ StatusOr<std::string> TakeFlag(std::vector<char*>* args, const std::string& flag
       continue;
     }
     if (value.empty()) return InvalidArgument(flag + ": empty value");
+    values.push_back(std::move(value));
   }
-  return value;
+  return values;
+}
+
+// The last `flag` VALUE of argv, taken out ("" when absent).
+StatusOr<std::string> TakeFlag(std::vector<char*>* args, const std::string& flag) {
+  GEOTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> values, TakeFlagValues(args, flag));
+  return values.empty() ? std::string() : values.back();
+}
+
+// --data-root and --allow-path: the job's paths confined and its outputs claimed as on a worker
+// (runtime/job_paths.h); nothing without --data-root.
+Status ConfineWhenAsked(const std::string& data_root, const std::vector<std::string>& allowed,
+                        StageAssignment* assignment) {
+  if (data_root.empty()) {
+    if (!allowed.empty())
+      return InvalidArgument(std::string(kAllowPathFlag) + ": needs --data-root");
+    return OkStatus();
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(io::PathConfinement confinement,
+                            io::PathConfinement::Create(data_root, allowed));
+  GEOTRAIN_RETURN_IF_ERROR(ConfineJobPaths(confinement, assignment));
+  std::vector<std::string> notes;
+  GEOTRAIN_RETURN_IF_ERROR(ClaimJobOutputs(assignment, io::Env::Default(), &notes));
+  for (const std::string& note : notes) spdlog::warn("{}", note);
+  return OkStatus();
 }
 
 // --emulate-link-mbit's value: a positive number of Mbit/s, or 0 when the flag is absent.
@@ -132,13 +167,17 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("geotrain-run"));
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::cout
-          << geotrain::runtime::SeedFlagsHelp()
-          << "\n  --frame-key-file FILE  the job's data-plane key (32 raw bytes or 64 hex "
-             "digits, the same\n                         file on every rank): seals every "
-             "frame with AES-256-GCM\n"
-          << "  --emulate-link-mbit R  every link of this rank sends at most R Mbit/s (an "
-             "emulated WAN\n                         on one machine; net/paced_transport.h)\n";
+      std::cout << geotrain::runtime::SeedFlagsHelp()
+                << "\n  --frame-key-file FILE  the job's data-plane key (32 raw bytes or 64 hex "
+                   "digits, the same\n                         file on every rank): seals every "
+                   "frame with AES-256-GCM\n"
+                << "  --emulate-link-mbit R  every link of this rank sends at most R Mbit/s (an "
+                   "emulated WAN\n                         on one machine; net/paced_transport.h)\n"
+                << "  --data-root DIR        every job path must resolve below DIR (relative ones "
+                   "from there), as\n                         on a worker; outputs never replace "
+                   "existing files (docs/job-spec.md)\n"
+                << "  --allow-path DIR       with --data-root: another directory job paths may "
+                   "name (repeatable)\n";
       return 0;
     }
   }
@@ -151,6 +190,14 @@ int main(int argc, char** argv) {
                                   : geotrain::StatusOr<double>(link_mbit.status());
   if (!link_rate.ok()) {
     std::cerr << "geotrain-run: " << link_rate.status().message() << "\n";
+    return 2;
+  }
+  auto data_root = geotrain::runtime::TakeFlag(&args, geotrain::runtime::kDataRootFlag);
+  auto allowed = data_root.ok()
+                     ? geotrain::runtime::TakeFlagValues(&args, geotrain::runtime::kAllowPathFlag)
+                     : geotrain::StatusOr<std::vector<std::string>>(data_root.status());
+  if (!allowed.ok()) {
+    std::cerr << "geotrain-run: " << allowed.status().message() << "\n";
     return 2;
   }
   std::string frame_key;
@@ -167,6 +214,12 @@ int main(int argc, char** argv) {
   auto config = geotrain::runtime::ParseSeedFlags(static_cast<int>(args.size()), args.data());
   if (!config.ok()) {
     std::cerr << "geotrain-run: " << config.status().message() << "\n";
+    return 2;
+  }
+  if (const geotrain::Status confined =
+          geotrain::runtime::ConfineWhenAsked(*data_root, *allowed, &config->assignment);
+      !confined.ok()) {
+    std::cerr << "geotrain-run: " << confined.message() << "\n";
     return 2;
   }
   if (frame_key.empty() && config->assignment.world_size() > 1) {

@@ -357,6 +357,7 @@ TEST(Chaos, FullCheckpointDiskKeepsTrainingAndTheOlderCheckpoint) {
   if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
   ControlCluster cluster;
   cluster.StartCoordinator();
+  cluster.AllowPath(disk.path());  // the checkpoints live outside the source tree
   for (int i = 0; i < 4; ++i) cluster.StartWorker();
   ASSERT_TRUE(cluster.WaitForIdleWorkers(4)) << cluster.Logs();
   constexpr int kSteps = 20;

@@ -210,19 +210,21 @@ class ControlCluster {
   }
   Process& coordinator() { return *coordinator_; }
 
-  // Starts a worker daemon; `index` names its work dir and logs.
+  // Starts a worker daemon; `index` names its work dir and logs. Job paths may name the source
+  // tree (its --data-root), the cluster's directory and every AllowPath directory.
   Process& StartWorker(const std::string& region = "local") {
     const int index = static_cast<int>(workers_.size());
     const std::string name = "worker-" + std::to_string(index);
-    workers_.push_back(std::make_unique<Process>(
-        GEOTRAIN_WORKER_BINARY,
-        Args{"--coordinator", address(), "--advertise", "127.0.0.1", "--region", region,
-             "--work-dir", dir() + "/" + name, "--data-root", GEOTRAIN_SOURCE_DIR, "--allow-path", dir(),
-             "--threads", "1",
-             "--metrics-listen", "127.0.0.1:0"},
-        dir() + "/" + name));
+    Args args{"--coordinator", address(),    "--advertise",      "127.0.0.1",   "--region",
+              region,          "--work-dir", dir() + "/" + name, "--data-root", GEOTRAIN_SOURCE_DIR,
+              "--allow-path",  dir(),        "--threads",        "1",           "--metrics-listen",
+              "127.0.0.1:0"};
+    for (const std::string& path : allowed_paths_) args.insert(args.end(), {"--allow-path", path});
+    workers_.push_back(std::make_unique<Process>(GEOTRAIN_WORKER_BINARY, args, dir() + "/" + name));
     return *workers_.back();
   }
+  // Another directory the workers started from now on let jobs name (e.g. a small disk).
+  void AllowPath(const std::string& path) { allowed_paths_.push_back(path); }
   Process& worker(int index) { return *workers_[index]; }
   int num_workers() const { return static_cast<int>(workers_.size()); }
 
@@ -373,6 +375,7 @@ class ControlCluster {
   int cli_calls_ = 0;
   std::unique_ptr<Process> coordinator_;
   std::vector<std::unique_ptr<Process>> workers_;
+  std::vector<std::string> allowed_paths_;
 };
 
 }  // namespace geotrain::control::testing

@@ -80,6 +80,40 @@ TEST_F(TaskChildTest, ABadJobSpecExitsTwoNamingTheKey) {
       << ::testing::PrintToString(output.err());
 }
 
+// A job path outside --data-root fails the task before it reads anything: exit 2, the field, the
+// path and the reason on stderr (the daemon forwards that line to the coordinator).
+TEST_F(TaskChildTest, APathOutsideTheDataRootExitsTwoNamingTheField) {
+  const std::string data_root = dir_.File("data");
+  fs::create_directories(data_root);
+  dir_.Write("secret.txt", "not the job's");
+  geotrain::v1::Assignment assignment;
+  assignment.set_job_id("job-1");
+  assignment.set_generation(1);
+  assignment.set_spec_yaml(
+      "name: x\nmodel:\n  dir: m\ndata:\n  train: [../secret.txt]\ntraining:\n"
+      "  checkpoint_every: 1\n  checkpoint_dir: " +
+      dir_.File("ckpt") + "\n");
+  const std::string path = dir_.File("assignment.pb");
+  ASSERT_TRUE(WriteAssignmentFile(path, assignment).ok());
+  ProcessOutput output;
+  ProcessSpec spec{{binary_, "task", "--coordinator", "127.0.0.1:1", "--assignment", path, "--bind",
+                    "127.0.0.1", "--data-root", data_root},
+                   {},
+                   {}};
+  auto process = TaskProcess::Start(spec, output.OnLine(), output.OnExit());
+  ASSERT_TRUE(process.ok()) << process.status().ToString();
+  (*process)->Wait();
+  EXPECT_EQ(output.exit().code(), 2);
+  const std::string root = fs::canonical(data_root).string();
+  EXPECT_TRUE(AnyLineHas(output.err(), "data.train[0]: ../secret.txt resolves to " +
+                                           fs::canonical(dir_.path()).string() +
+                                           "/secret.txt, outside the data root " + root))
+      << ::testing::PrintToString(output.err());
+  EXPECT_TRUE(AnyLineHas(output.err(), "training.checkpoint_dir: " + dir_.File("ckpt")))
+      << ::testing::PrintToString(output.err());
+  EXPECT_FALSE(fs::exists(dir_.File("ckpt")));
+}
+
 // A one-rank job (no rendezvous needed) trained to its end through the supervisor, with the
 // job's relative paths resolved against the data root.
 TEST_F(TaskChildTest, TrainsAOneRankJobAndReportsEveryStep) {
@@ -113,6 +147,8 @@ TEST_F(TaskChildTest, TrainsAOneRankJobAndReportsEveryStep) {
   options.advertise = "127.0.0.1";
   options.work_dir = dir_.File("work");
   options.data_root = data_root;
+  // The tokenizer is read from the source tree, outside the data root: allowed by the operator.
+  options.allowed_paths = {SourcePath("examples/tokenizers")};
   options.threads = 1;
   options.task_binary = binary_;
   TaskSupervisor supervisor(options, &outbox, nullptr);

@@ -139,7 +139,8 @@ TEST_F(TaskSupervisorTest, RunsAnAssignmentAndReportsItsLife) {
   // The child's command line, environment and working directory.
   ASSERT_GE(delivered.logs.size(), 4u);
   EXPECT_EQ(delivered.logs[0], "args: task --coordinator 127.0.0.1:7070 --assignment " + task_dir +
-                                   "/assignment.pb --bind 10.1.2.3 --threads 2");
+                                   "/assignment.pb --bind 10.1.2.3 --threads 2 --data-root " +
+                                   dir_.File("data"));
   EXPECT_EQ(delivered.logs[1], "omp: 2");
   EXPECT_EQ(delivered.logs[2], "cwd: " + dir_.File("data"));
   EXPECT_EQ(delivered.logs[3], "done");

@@ -53,6 +53,20 @@ TEST(WorkerFlagsTest, DataRootDefaultsToTheCurrentDirectory) {
             std::filesystem::current_path().lexically_normal());
 }
 
+TEST(WorkerFlagsTest, AllowedPathsRepeatAndBecomeAbsolute) {
+  geotrain::testing::TempDir dir;
+  std::filesystem::create_directories(dir.File("a"));
+  std::filesystem::create_directories(dir.File("b"));
+  DaemonFlags flags;
+  auto args = Required(dir.File("work"));
+  args.insert(args.end(), {"--allow-path", dir.File("a/."), "--allow-path", dir.File("b")});
+  const Status status = ParseDaemon(args, &flags);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ASSERT_EQ(flags.allowed_paths.size(), 2u);
+  EXPECT_EQ(std::filesystem::path(flags.allowed_paths[0]), std::filesystem::path(dir.File("a/")));
+  EXPECT_EQ(flags.allowed_paths[1], dir.File("b"));
+}
+
 TEST(WorkerFlagsTest, BadValuesNameTheFlag) {
   geotrain::testing::TempDir dir;
   const std::pair<std::vector<std::string>, std::string> cases[] = {
@@ -66,6 +80,7 @@ TEST(WorkerFlagsTest, BadValuesNameTheFlag) {
       {{"--port-min", "9000", "--port-max", "70000"}, "--port-max: 70000 is outside 0..65535"},
       {{"--log-level", "loud"}, "--log-level: \"loud\" is none of"},
       {{"--data-root", "/nonexistent/data"}, "--data-root: /nonexistent/data is not a directory"},
+      {{"--allow-path", "/nonexistent/ckpt"}, "--allow-path: /nonexistent/ckpt is not a directory"},
       {{"--region", ""}, "--region: empty"},
       {{"--metrics-listen", "9401"}, "--metrics-listen: \"9401\" is not HOST:PORT"},
       {{"--metrics-listen", ":9401"}, "--metrics-listen: \":9401\" is not HOST:PORT"},

@@ -233,6 +233,7 @@ TEST(WorkerSessionTest, RunsASubmittedOneRankJobToSuccess) {
   SupervisorOptions tasks;
   tasks.advertise = "127.0.0.1";
   tasks.data_root = data_root;
+  tasks.allowed_paths = {std::string(GEOTRAIN_SOURCE_DIR) + "/examples/tokenizers"};
   tasks.threads = 1;
   tasks.task_binary = binary.string();
   fs::create_directories(dir.File("work"));
