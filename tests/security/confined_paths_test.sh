@@ -15,6 +15,7 @@
 # keep their checksums and mtimes, and nothing new appears there.
 #
 #   tests/security/confined_paths_test.sh [BUILD_DIR]   (root; exit 77 without namespaces)
+# shellcheck source=tests/security/tls_cluster.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tls_cluster.sh"
 
 tls_cluster_init confined_paths "${1:-}"
@@ -36,13 +37,13 @@ snapshot() {
 }
 BEFORE=$(snapshot)
 
-TLS_CLUSTER_DATA_ROOT=$ROOT
+export TLS_CLUSTER_DATA_ROOT=$ROOT  # the workers' --data-root (tls_cluster.sh)
 tls_cluster_start_coordinator
 tls_cluster_start_workers 1
 tls_cluster_wait_idle 1
 
-# job NAME [YAML LINES...]: a one-rank job of two steps on the root's copies; the extra lines
-# (sections data:/training: are given whole) replace the defaults.
+# job_yaml NAME DATA TRAINING: a one-rank job on the root's copies, its data: and training:
+# sections given whole (flow mappings).
 job_yaml() {
   local name=$1 data=$2 training=$3
   cat <<YAML
