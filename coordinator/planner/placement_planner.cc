@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "coordinator/planner/grid_cost_cache.h"
+#include "coordinator/planner/group_orders.h"
 #include "coordinator/planner/seeded_rng.h"
 #include "coordinator/planner/starting_grids.h"
 
@@ -95,28 +96,19 @@ class LocalSearch {
   long long evaluations_ = 0;
 };
 
-// Renumbers the replicas by the regions their stages sit in (then by their first worker), so the
-// runtime's replica-order rings pass each region once where the layout allows.
-Grid RegionOrderedReplicas(const JobShape& shape, const std::vector<WorkerInfo>& workers,
-                           const Grid& grid) {
-  const size_t s_count = static_cast<size_t>(shape.num_stages);
-  const std::vector<int> region = RegionIndexes(workers);
-  std::vector<size_t> replicas(static_cast<size_t>(shape.replicas));
-  for (size_t r = 0; r < replicas.size(); ++r) replicas[r] = r;
-  auto key = [&](size_t r) {
-    std::vector<size_t> k;
-    for (size_t s = 0; s < s_count; ++s)
-      k.push_back(static_cast<size_t>(region[grid[r * s_count + s]]));
-    k.push_back(grid[r * s_count]);
-    return k;
-  };
-  std::stable_sort(replicas.begin(), replicas.end(),
-                   [&](size_t a, size_t b) { return key(a) < key(b); });
-  Grid out(grid.size());
-  for (size_t r = 0; r < replicas.size(); ++r) {
-    std::copy_n(grid.begin() + replicas[r] * s_count, s_count, out.begin() + r * s_count);
+// Whole-unit moves: the stage groups' order along the pipeline (and their matching), then the
+// replica numbering that is every group's ring order, until neither lowers the step.
+Grid Regroup(const JobShape& shape, const std::vector<WorkerInfo>& workers, const LinkCosts& links,
+             const Grid& grid, const CostOptions& options, int& evaluations) {
+  Grid current = grid;
+  for (int round = 0; round < 4; ++round) {
+    Grid next = OrderReplicaRing(
+        shape, workers, links, OrderStageGroups(shape, workers, links, current, options), options);
+    evaluations += 4;
+    if (next == current) break;  // each returns its input unless it found a lower step
+    current = std::move(next);
   }
-  return out;
+  return current;
 }
 
 }  // namespace
@@ -157,10 +149,20 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
   int evaluations = 0;
   {
     LocalSearch search(cache, ranks, workers.size(), rng, deadline);
-    for (const StartingGrid& start : StartingGrids(shape, workers, links, options.cost)) {
-      cache.Reset(start.grid);
+    // Rank moves to a local minimum, then whole-unit moves, alternately while either helps.
+    auto improve = [&](const Grid& from) {
+      cache.Reset(Regroup(shape, workers, links, from, options.cost, evaluations));
       ++evaluations;
-      search.Descend();
+      for (int round = 0; round < 4 && !search.OutOfTime(); ++round) {
+        search.Descend();
+        Grid regrouped = Regroup(shape, workers, links, cache.grid(), options.cost, evaluations);
+        if (regrouped == cache.grid()) break;
+        cache.Reset(regrouped);
+        ++evaluations;
+      }
+    };
+    for (const StartingGrid& start : StartingGrids(shape, workers, links, options.cost)) {
+      improve(start.grid);
       if (best.empty() || cache.score().BetterThan(best_score)) {
         best = cache.grid();
         best_score = cache.score();
@@ -174,7 +176,7 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
       cache.Reset(best);
       ++evaluations;
       search.Kick(2 + rng.Below(max_kick - 1));
-      search.Descend();
+      improve(cache.grid());
       if (cache.score().BetterThan(best_score)) {
         best = cache.grid();
         best_score = cache.score();
@@ -186,16 +188,9 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
     evaluations += search.evaluations();
   }
 
-  plan.grid = best;
-  plan.cost = EstimateStepCost(shape, workers, links, best, options.cost);
-  const Grid renumbered = RegionOrderedReplicas(shape, workers, best);
-  const StepCost renumbered_cost =
-      EstimateStepCost(shape, workers, links, renumbered, options.cost);
+  plan.grid = OrderReplicaRing(shape, workers, links, best, options.cost);
+  plan.cost = EstimateStepCost(shape, workers, links, plan.grid, options.cost);
   evaluations += 2;
-  if (renumbered_cost.step_seconds <= plan.cost.step_seconds) {
-    plan.grid = renumbered;
-    plan.cost = renumbered_cost;
-  }
   plan.evaluations = evaluations;
   return finish(plan);
 }
