@@ -101,7 +101,7 @@ int RunPlacementBench(const PlacementBenchOptions& options) {
             .step_seconds;
     const double random = RandomMedianSeconds(shape, topo, 100, c.spec.seed + 17);
     PlannerOptions planner_options;
-    planner_options.seed = options.seed;
+    planner_options.seed = options.planner_seed != 0 ? options.planner_seed : options.seed;
     planner_options.time_budget_seconds = options.budget;
     const Plan plan = PlanPlacement(shape, topo.workers, topo.links, planner_options);
     if (!plan.error.empty()) {

@@ -101,7 +101,7 @@ DtfmBenchSummary RunDtfmPlacementCases(const PlacementBenchOptions& options) {
           random_dtfm.push_back(DtfmFormulaSeconds(topo, grid, shape.num_stages, shape.replicas));
         }
         PlannerOptions planner_options;
-        planner_options.seed = options.seed;
+        planner_options.seed = options.planner_seed != 0 ? options.planner_seed : options.seed;
         planner_options.time_budget_seconds = options.budget;
         const Plan plan = PlanPlacement(shape, topo.workers, topo.links, planner_options);
         if (!plan.error.empty()) {

@@ -12,6 +12,7 @@ namespace geotrain::planner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr uint64_t kScanOrderSeed = 0x9E3779B97F4A7C15ull;
 
 // The move space of one grid: every pair of ranks, then every (rank, idle worker) pair.
 class LocalSearch {
@@ -25,6 +26,10 @@ class LocalSearch {
     idle_count_ = worker_count - ranks;
     moves_.resize(pairs_.size() + ranks * idle_count_);
     for (size_t m = 0; m < moves_.size(); ++m) moves_[m] = m;
+    // One scan order for every descent, independent of the seed: a descent from a given grid
+    // always ends in the same local minimum, so only the kicks depend on the seed.
+    SeededRng order(kScanOrderSeed);
+    order.Shuffle(moves_);
     worker_count_ = worker_count;
   }
 
@@ -34,7 +39,6 @@ class LocalSearch {
     bool improved = true;
     while (improved && !OutOfTime()) {
       improved = false;
-      rng_.Shuffle(moves_);
       for (size_t m : moves_) {
         if ((++evaluations_ & 63) == 0 && OutOfTime()) return;
         const GridScore before = cache_.score();
@@ -62,6 +66,7 @@ class LocalSearch {
 
   int evaluations() const { return static_cast<int>(evaluations_); }
   bool OutOfTime() const { return Clock::now() >= deadline_; }
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
 
  private:
   void Apply(size_t m) {
@@ -150,8 +155,9 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
   {
     LocalSearch search(cache, ranks, workers.size(), rng, deadline);
     // Rank moves to a local minimum, then whole-unit moves, alternately while either helps.
+    // `from` has been through Regroup.
     auto improve = [&](const Grid& from) {
-      cache.Reset(Regroup(shape, workers, links, from, options.cost, evaluations));
+      cache.Reset(from);
       ++evaluations;
       for (int round = 0; round < 4 && !search.OutOfTime(); ++round) {
         search.Descend();
@@ -161,14 +167,40 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
         ++evaluations;
       }
     };
+    // Every start through the whole-unit steps first (cheap and deterministic), then the rank
+    // moves from the most promising start first, each given an equal share of the time left: a
+    // long descent from a poor start must not starve a better one (which made plans depend on
+    // the seed and the machine's load).
+    struct Candidate {
+      std::string name;
+      Grid grid;
+      GridScore score;
+    };
+    std::vector<Candidate> candidates;
     for (const StartingGrid& start : StartingGrids(shape, workers, links, options.cost)) {
-      improve(start.grid);
+      Grid regrouped = Regroup(shape, workers, links, start.grid, options.cost, evaluations);
+      cache.Reset(regrouped);
+      ++evaluations;
+      candidates.push_back({start.name, std::move(regrouped), cache.score()});
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) {
+                       return std::make_pair(a.score.step_seconds, a.score.total_seconds) <
+                              std::make_pair(b.score.step_seconds, b.score.total_seconds);
+                     });
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Clock::time_point now = Clock::now();
+      search.set_deadline(now >= deadline
+                              ? deadline
+                              : now + (deadline - now) / static_cast<long>(candidates.size() - i));
+      improve(candidates[i].grid);
       if (best.empty() || cache.score().BetterThan(best_score)) {
         best = cache.grid();
         best_score = cache.score();
-        plan.start = start.name;
+        plan.start = candidates[i].name;
       }
     }
+    search.set_deadline(deadline);
     // Iterated local search: kicks of 2 to ranks/8 + 1 random moves from the best grid.
     const size_t max_kick = std::max<size_t>(2, ranks / 8 + 1);
     for (int fruitless = 0;
@@ -176,7 +208,7 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
       cache.Reset(best);
       ++evaluations;
       search.Kick(2 + rng.Below(max_kick - 1));
-      improve(cache.grid());
+      improve(Regroup(shape, workers, links, cache.grid(), options.cost, evaluations));
       if (cache.score().BetterThan(best_score)) {
         best = cache.grid();
         best_score = cache.score();
