@@ -126,11 +126,8 @@ std::vector<size_t> BestPath(const std::vector<double>& cost, size_t n, double e
   const size_t full = (size_t{1} << n) - 1;
   std::vector<double> dp((full + 1) * n);
   std::vector<unsigned char> from((full + 1) * n);
-  std::vector<size_t> best = identity;
-  double best_score = kInf;
-  // For each cap on the largest hop, the cheapest path under it; the cap's extra is then exact
-  // for the path's true largest hop, and the best over all caps is the optimum.
-  for (double cap : DistinctOffDiagonal(cost, n)) {
+  // The cheapest path (sum of hops) using only hops <= cap, by Held-Karp; false when none.
+  auto cheapest_under = [&](double cap, std::vector<size_t>& path, double& sum) {
     std::fill(dp.begin(), dp.end(), kInf);
     for (size_t u = 0; u < n; ++u) dp[(size_t{1} << u) * n + u] = 0;
     for (size_t mask = 1; mask <= full; ++mask) {
@@ -153,8 +150,8 @@ std::vector<size_t> BestPath(const std::vector<double>& cost, size_t n, double e
     for (size_t u = 0; u < n; ++u) {
       if (dp[full * n + u] < kInf && (end == n || dp[full * n + u] < dp[full * n + end])) end = u;
     }
-    if (end == n) continue;
-    std::vector<size_t> path;
+    if (end == n) return false;
+    path.clear();
     for (size_t mask = full, u = end; path.size() < n;) {
       path.push_back(u);
       const size_t prev = from[mask * n + u];
@@ -162,9 +159,26 @@ std::vector<size_t> BestPath(const std::vector<double>& cost, size_t n, double e
       u = prev;
     }
     std::reverse(path.begin(), path.end());
+    sum = dp[full * n + end];
+    return true;
+  };
+  auto largest_hop = [&](const std::vector<size_t>& path) {
     double largest = 0;
     for (size_t i = 0; i + 1 < n; ++i) largest = std::max(largest, cost[path[i] * n + path[i + 1]]);
-    const double score = dp[full * n + end] + extra_per_max * largest;
+    return largest;
+  };
+  std::vector<size_t> best, path;
+  double cheapest = 0, sum = 0;
+  if (!cheapest_under(kInf, best, cheapest)) return identity;
+  double best_score = cheapest + extra_per_max * largest_hop(best);
+  // For each cap on the largest hop, the cheapest path under it. A path first found under cap c
+  // has its largest hop equal to c (the caps are the distinct hop costs, ascending), so it
+  // scores at least cheapest + extra * c: once that reaches the best score no later cap can win,
+  // and the best over the caps tried is the optimum.
+  for (double cap : DistinctOffDiagonal(cost, n)) {
+    if (cheapest + extra_per_max * cap >= best_score) break;
+    if (!cheapest_under(cap, path, sum)) continue;
+    const double score = sum + extra_per_max * largest_hop(path);
     if (score < best_score) {
       best_score = score;
       best = path;

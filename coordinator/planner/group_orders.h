@@ -25,7 +25,7 @@ namespace geotrain::planner {
 // Up to this many units (stage groups or replicas) the orders are searched exactly
 // (2^n * n^2 per threshold); above it OrderStageGroups keeps the order and OrderReplicaRing
 // starts its swaps from a greedy ring.
-constexpr int kMaxExactUnits = 12;
+constexpr int kMaxExactUnits = 10;
 
 // Preconditions for all: CheckPlacementInputs(shape, workers, links, grid) == "".
 

@@ -161,6 +161,7 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
       ++evaluations;
       for (int round = 0; round < 4 && !search.OutOfTime(); ++round) {
         search.Descend();
+        if (search.OutOfTime()) break;
         Grid regrouped = Regroup(shape, workers, links, cache.grid(), options.cost, evaluations);
         if (regrouped == cache.grid()) break;
         cache.Reset(regrouped);
@@ -208,6 +209,7 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
       cache.Reset(best);
       ++evaluations;
       search.Kick(2 + rng.Below(max_kick - 1));
+      if (search.OutOfTime()) break;
       improve(Regroup(shape, workers, links, cache.grid(), options.cost, evaluations));
       if (cache.score().BetterThan(best_score)) {
         best = cache.grid();
