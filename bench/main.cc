@@ -27,9 +27,11 @@ int main(int argc, char** argv) {
 
   geotrain::bench::PlacementBenchOptions placement;
   CLI::App* placement_cmd = app.add_subcommand(
-      "placement", "planned vs in-order vs random placement on synthetic geo topologies");
+      "placement", "planned vs in-order vs random placement on synthetic and DT-FM geo topologies");
   placement_cmd->add_option("--seed", placement.seed, "seeds topologies, random grids and planner")
       ->capture_default_str();
+  placement_cmd->add_option("--planner-seed", placement.planner_seed,
+                            "seeds only the planner (0: --seed), to see how plans vary by seed");
   placement_cmd->add_option("--topology", placement.topology, "only the topology of this name");
   placement_cmd->add_option("--budget", placement.budget, "planner time budget, seconds")
       ->capture_default_str();

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench/placement_dtfm.h"
 #include "coordinator/planner/nominal_job_shape.h"
 #include "coordinator/planner/placement_planner.h"
 #include "coordinator/planner/seeded_rng.h"
@@ -75,14 +76,18 @@ int RunPlacementBench(const PlacementBenchOptions& options) {
   if (!options.topology.empty()) {
     auto it = std::find_if(cases.begin(), cases.end(),
                            [&](const BenchCase& c) { return c.spec.name == options.topology; });
-    if (it == cases.end()) {
+    const std::vector<std::string> dtfm = {"dtfm-multi-university", "dtfm-regional",
+                                           "dtfm-worldwide"};
+    const bool is_dtfm = std::find(dtfm.begin(), dtfm.end(), options.topology) != dtfm.end();
+    if (it == cases.end() && !is_dtfm) {
       std::string names;
       for (const BenchCase& c : cases) names += (names.empty() ? "" : ", ") + c.spec.name;
+      for (const std::string& name : dtfm) names += ", " + name;
       std::fprintf(stderr, "--topology: no topology named '%s' (there are: %s)\n",
                    options.topology.c_str(), names.c_str());
       return 2;
     }
-    cases = {*it};
+    cases = it == cases.end() ? std::vector<BenchCase>{} : std::vector<BenchCase>{*it};
   }
 
   double worst_speedup = INFINITY, max_runtime = 0, slowest_inorder = -1;
@@ -96,7 +101,7 @@ int RunPlacementBench(const PlacementBenchOptions& options) {
             .step_seconds;
     const double random = RandomMedianSeconds(shape, topo, 100, c.spec.seed + 17);
     PlannerOptions planner_options;
-    planner_options.seed = options.seed;
+    planner_options.seed = options.planner_seed != 0 ? options.planner_seed : options.seed;
     planner_options.time_budget_seconds = options.budget;
     const Plan plan = PlanPlacement(shape, topo.workers, topo.links, planner_options);
     if (!plan.error.empty()) {
@@ -129,7 +134,12 @@ int RunPlacementBench(const PlacementBenchOptions& options) {
       slowest_inorder_speedup = inorder / planned;
     }
   }
+  const DtfmBenchSummary dtfm = RunDtfmPlacementCases(options);
+  max_runtime = std::max(max_runtime, dtfm.max_planner_runtime_seconds);
   nlohmann::json summary = {{"summary", true},
+                            {"dtfm_cases", dtfm.cases},
+                            {"dtfm_worst_formula_vs_gcma", dtfm.worst_dtfm_formula_vs_gcma},
+                            {"dtfm_worst_planned_vs_enumerated", dtfm.worst_planned_vs_enumerated},
                             {"min_speedup_vs_inorder", worst_speedup},
                             {"slowest_inorder_topology", slowest_inorder_topology},
                             {"speedup_on_slowest_inorder", slowest_inorder_speedup},

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "coordinator/planner/grid_cost_cache.h"
+#include "coordinator/planner/group_orders.h"
 #include "coordinator/planner/seeded_rng.h"
 #include "coordinator/planner/starting_grids.h"
 
@@ -11,6 +12,7 @@ namespace geotrain::planner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr uint64_t kScanOrderSeed = 0x9E3779B97F4A7C15ull;
 
 // The move space of one grid: every pair of ranks, then every (rank, idle worker) pair.
 class LocalSearch {
@@ -24,6 +26,10 @@ class LocalSearch {
     idle_count_ = worker_count - ranks;
     moves_.resize(pairs_.size() + ranks * idle_count_);
     for (size_t m = 0; m < moves_.size(); ++m) moves_[m] = m;
+    // One scan order for every descent, independent of the seed: a descent from a given grid
+    // always ends in the same local minimum, so only the kicks depend on the seed.
+    SeededRng order(kScanOrderSeed);
+    order.Shuffle(moves_);
     worker_count_ = worker_count;
   }
 
@@ -33,7 +39,6 @@ class LocalSearch {
     bool improved = true;
     while (improved && !OutOfTime()) {
       improved = false;
-      rng_.Shuffle(moves_);
       for (size_t m : moves_) {
         if ((++evaluations_ & 63) == 0 && OutOfTime()) return;
         const GridScore before = cache_.score();
@@ -61,6 +66,7 @@ class LocalSearch {
 
   int evaluations() const { return static_cast<int>(evaluations_); }
   bool OutOfTime() const { return Clock::now() >= deadline_; }
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
 
  private:
   void Apply(size_t m) {
@@ -95,28 +101,19 @@ class LocalSearch {
   long long evaluations_ = 0;
 };
 
-// Renumbers the replicas by the regions their stages sit in (then by their first worker), so the
-// runtime's replica-order rings pass each region once where the layout allows.
-Grid RegionOrderedReplicas(const JobShape& shape, const std::vector<WorkerInfo>& workers,
-                           const Grid& grid) {
-  const size_t s_count = static_cast<size_t>(shape.num_stages);
-  const std::vector<int> region = RegionIndexes(workers);
-  std::vector<size_t> replicas(static_cast<size_t>(shape.replicas));
-  for (size_t r = 0; r < replicas.size(); ++r) replicas[r] = r;
-  auto key = [&](size_t r) {
-    std::vector<size_t> k;
-    for (size_t s = 0; s < s_count; ++s)
-      k.push_back(static_cast<size_t>(region[grid[r * s_count + s]]));
-    k.push_back(grid[r * s_count]);
-    return k;
-  };
-  std::stable_sort(replicas.begin(), replicas.end(),
-                   [&](size_t a, size_t b) { return key(a) < key(b); });
-  Grid out(grid.size());
-  for (size_t r = 0; r < replicas.size(); ++r) {
-    std::copy_n(grid.begin() + replicas[r] * s_count, s_count, out.begin() + r * s_count);
+// Whole-unit moves: the stage groups' order along the pipeline (and their matching), then the
+// replica numbering that is every group's ring order, until neither lowers the step.
+Grid Regroup(const JobShape& shape, const std::vector<WorkerInfo>& workers, const LinkCosts& links,
+             const Grid& grid, const CostOptions& options, int& evaluations) {
+  Grid current = grid;
+  for (int round = 0; round < 4; ++round) {
+    Grid next = OrderReplicaRing(
+        shape, workers, links, OrderStageGroups(shape, workers, links, current, options), options);
+    evaluations += 4;
+    if (next == current) break;  // each returns its input unless it found a lower step
+    current = std::move(next);
   }
-  return out;
+  return current;
 }
 
 }  // namespace
@@ -157,16 +154,54 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
   int evaluations = 0;
   {
     LocalSearch search(cache, ranks, workers.size(), rng, deadline);
-    for (const StartingGrid& start : StartingGrids(shape, workers, links, options.cost)) {
-      cache.Reset(start.grid);
+    // Rank moves to a local minimum, then whole-unit moves, alternately while either helps.
+    // `from` has been through Regroup.
+    auto improve = [&](const Grid& from) {
+      cache.Reset(from);
       ++evaluations;
-      search.Descend();
+      for (int round = 0; round < 4 && !search.OutOfTime(); ++round) {
+        search.Descend();
+        if (search.OutOfTime()) break;
+        Grid regrouped = Regroup(shape, workers, links, cache.grid(), options.cost, evaluations);
+        if (regrouped == cache.grid()) break;
+        cache.Reset(regrouped);
+        ++evaluations;
+      }
+    };
+    // Every start through the whole-unit steps first (cheap and deterministic), then the rank
+    // moves from the most promising start first, each given an equal share of the time left: a
+    // long descent from a poor start must not starve a better one (which made plans depend on
+    // the seed and the machine's load).
+    struct Candidate {
+      std::string name;
+      Grid grid;
+      GridScore score;
+    };
+    std::vector<Candidate> candidates;
+    for (const StartingGrid& start : StartingGrids(shape, workers, links, options.cost)) {
+      Grid regrouped = Regroup(shape, workers, links, start.grid, options.cost, evaluations);
+      cache.Reset(regrouped);
+      ++evaluations;
+      candidates.push_back({start.name, std::move(regrouped), cache.score()});
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) {
+                       return std::make_pair(a.score.step_seconds, a.score.total_seconds) <
+                              std::make_pair(b.score.step_seconds, b.score.total_seconds);
+                     });
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Clock::time_point now = Clock::now();
+      search.set_deadline(now >= deadline
+                              ? deadline
+                              : now + (deadline - now) / static_cast<long>(candidates.size() - i));
+      improve(candidates[i].grid);
       if (best.empty() || cache.score().BetterThan(best_score)) {
         best = cache.grid();
         best_score = cache.score();
-        plan.start = start.name;
+        plan.start = candidates[i].name;
       }
     }
+    search.set_deadline(deadline);
     // Iterated local search: kicks of 2 to ranks/8 + 1 random moves from the best grid.
     const size_t max_kick = std::max<size_t>(2, ranks / 8 + 1);
     for (int fruitless = 0;
@@ -174,7 +209,8 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
       cache.Reset(best);
       ++evaluations;
       search.Kick(2 + rng.Below(max_kick - 1));
-      search.Descend();
+      if (search.OutOfTime()) break;
+      improve(Regroup(shape, workers, links, cache.grid(), options.cost, evaluations));
       if (cache.score().BetterThan(best_score)) {
         best = cache.grid();
         best_score = cache.score();
@@ -186,16 +222,9 @@ Plan PlanPlacement(const JobShape& shape, const std::vector<WorkerInfo>& workers
     evaluations += search.evaluations();
   }
 
-  plan.grid = best;
-  plan.cost = EstimateStepCost(shape, workers, links, best, options.cost);
-  const Grid renumbered = RegionOrderedReplicas(shape, workers, best);
-  const StepCost renumbered_cost =
-      EstimateStepCost(shape, workers, links, renumbered, options.cost);
+  plan.grid = OrderReplicaRing(shape, workers, links, best, options.cost);
+  plan.cost = EstimateStepCost(shape, workers, links, plan.grid, options.cost);
   evaluations += 2;
-  if (renumbered_cost.step_seconds <= plan.cost.step_seconds) {
-    plan.grid = renumbered;
-    plan.cost = renumbered_cost;
-  }
   plan.evaluations = evaluations;
   return finish(plan);
 }

@@ -1,12 +1,13 @@
 // Placement planning: which workers run which ranks of a pipeline x data-parallel job so that the
 // step cost model (step_cost_model.h) predicts the shortest step.
 //
-// The search (docs/placement.md): cost every starting grid (starting_grids.h), improve each by
-// local search (swap two ranks' workers, or a rank's worker with an idle one; first improvement
-// in a seeded random order), then kick the best with a few random swaps and search again until
-// `max_kicks_without_improvement` kicks in a row found nothing or the time budget is spent.
-// Finally the replicas are renumbered region by region (the cost is unchanged or lower: the
-// runtime rings each stage group in replica order).
+// The search (docs/placement.md): every starting grid (starting_grids.h) through the whole-unit
+// steps (group_orders.h: the stage groups' order along the pipeline, exact; the replica
+// numbering, which is every stage group's ring order in the runtime), then, best start first,
+// rank moves (swap two ranks' workers, or a rank's worker with an idle one; first improvement in
+// a fixed scan order) alternating with the whole-unit steps; then kick the best with a few random
+// swaps and search again until `max_kicks_without_improvement` kicks in a row found nothing or
+// the time budget is spent. The replica ring is ordered last.
 //
 // A pure function of its arguments and the seed as long as the budget is not what stops it.
 // Thread-safe (no shared state).

@@ -128,55 +128,17 @@ double StageGroupSyncSeconds(const JobShape& shape, const LinkCosts& links, cons
   const double bytes = shape.sync_bytes[static_cast<size_t>(stage)];
   if (d < 2 || bytes <= 0) return 0;
   const size_t s_count = static_cast<size_t>(shape.num_stages);
-  // Per-thread scratch: the search calls this hundreds of thousands of times.
-  thread_local std::vector<size_t> members;
-  thread_local std::vector<char> used;
-  members.resize(d);
-  used.assign(d, 0);
-  size_t start = 0;
-  for (size_t r = 0; r < d; ++r) {
-    members[r] = grid[r * s_count + static_cast<size_t>(stage)];
-    if (members[r] < members[start]) start = r;
-  }
-
-  // Ring 1: replica order (what a runtime that rings in group-rank order does).
+  // Replica order: the ring the runtime forms (the planner chooses the numbering to suit it).
   double min_bw = std::numeric_limits<double>::infinity();
   double max_lat = 0;
   for (size_t r = 0; r < d; ++r) {
-    const LinkCost l = EffectiveLink(links, members[r], members[(r + 1) % d], options);
+    const LinkCost l =
+        EffectiveLink(links, grid[r * s_count + static_cast<size_t>(stage)],
+                      grid[((r + 1) % d) * s_count + static_cast<size_t>(stage)], options);
     min_bw = std::min(min_bw, l.bytes_per_second);
     max_lat = std::max(max_lat, l.latency_seconds);
   }
-  const double replica_order = RingSeconds(bytes, d, min_bw, max_lat);
-
-  // Ring 2: greedy, always to the unvisited member over the widest link (ties: lower latency),
-  // which strings each region's members together when regions have fast insides.
-  min_bw = std::numeric_limits<double>::infinity();
-  max_lat = 0;
-  size_t current = start;
-  used[current] = 1;
-  for (size_t step = 1; step < d; ++step) {
-    size_t best = d;
-    LinkCost best_link;
-    for (size_t r = 0; r < d; ++r) {
-      if (used[r]) continue;
-      const LinkCost l = EffectiveLink(links, members[current], members[r], options);
-      if (best == d || l.bytes_per_second > best_link.bytes_per_second ||
-          (l.bytes_per_second == best_link.bytes_per_second &&
-           l.latency_seconds < best_link.latency_seconds)) {
-        best = r;
-        best_link = l;
-      }
-    }
-    min_bw = std::min(min_bw, best_link.bytes_per_second);
-    max_lat = std::max(max_lat, best_link.latency_seconds);
-    used[best] = 1;
-    current = best;
-  }
-  const LinkCost closing = EffectiveLink(links, members[current], members[start], options);
-  min_bw = std::min(min_bw, closing.bytes_per_second);
-  max_lat = std::max(max_lat, closing.latency_seconds);
-  return std::min(replica_order, RingSeconds(bytes, d, min_bw, max_lat));
+  return RingSeconds(bytes, d, min_bw, max_lat);
 }
 
 double CombineStepSeconds(const JobShape& shape, double pipeline_seconds, double sync_seconds) {

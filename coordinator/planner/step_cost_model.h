@@ -95,9 +95,9 @@ double ReplicaPipelineSeconds(const JobShape& shape, const std::vector<WorkerInf
                               const LinkCosts& links, const Grid& grid, int replica,
                               const CostOptions& options);
 
-// The ring all-reduce of one stage group (its D workers), over the cheaper of two ring orders:
-// replica order, and a greedy widest-next-link ring from the group's lowest worker index (which
-// therefore does not depend on how the replicas are numbered). Same preconditions.
+// The ring all-reduce of one stage group (its D workers) in replica order, the ring the runtime
+// forms: replica r sends to replica r+1 (mod D). The planner picks the replica numbering
+// (group_orders.h OrderReplicaRing). Same preconditions.
 double StageGroupSyncSeconds(const JobShape& shape, const LinkCosts& links, const Grid& grid,
                              int stage, const CostOptions& options);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +81,52 @@ TEST(PlacementTest, WaitingForSaysWhatIsMissing) {
   EXPECT_EQ(WaitingForWorkers(2, 2, 0, 1),
             "2 idle workers with 2 CUDA devices (model.device cuda:1); 0 of the 1 idle now "
             "qualify");
+}
+
+// The runtime rings each stage group in replica order (net/collectives.h: rank r sends to r+1),
+// so the replica numbers in the placements are the planned ring order.
+TEST(PlacementTest, PlannedReplicaNumbersRingAroundSlowRegionPairs) {
+  // Four regions of two workers; a-b and c-d are slow, every other pair of regions is fine.
+  // In-order (regions sorted a, b, c, d, one replica each) rings a-b-c-d-a over both slow pairs.
+  std::vector<PlacementCandidate> idle;
+  for (const char* region : {"a", "b", "c", "d"}) {
+    for (int i = 0; i < 2; ++i) {
+      idle.push_back({std::string("w-") + region + std::to_string(i), region});
+    }
+  }
+  auto region_of = [](const std::string& id) { return id.substr(2, 1); };
+  const LinkLookup lookup = [&](const std::string& src,
+                                const std::string& dst) -> std::optional<planner::LinkCost> {
+    const std::string a = region_of(src), b = region_of(dst);
+    if (a == b) return planner::LinkCost{1.25e9, 1e-4};
+    const bool slow = (a == "a" && b == "b") || (a == "b" && b == "a") || (a == "c" && b == "d") ||
+                      (a == "d" && b == "c");
+    return slow ? planner::LinkCost{1e6, 0.05} : planner::LinkCost{1e8, 0.02};
+  };
+  planner::JobShape shape;
+  shape.num_stages = 2;
+  shape.replicas = 4;
+  shape.micro_batches = 4;
+  shape.forward_seconds = {0.01, 0.01};
+  shape.backward_seconds = {0.02, 0.02};
+  shape.activation_bytes = {5e7};  // pipelines stay inside regions
+  shape.gradient_bytes = {5e7};
+  shape.sync_bytes = {1e7, 1e7};
+  planner::PlannerOptions options;
+  options.time_budget_seconds = 5;  // the kick limit ends the search
+  const std::optional<PlannedPlacement> plan = PlacePlanned(idle, shape, lookup, options);
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_TRUE(plan->planned) << plan->start;
+  std::vector<std::string> replica_region(4);
+  for (const v1::Placement& p : plan->placements) {
+    if (p.stage() == 0) replica_region[static_cast<size_t>(p.replica())] = p.region();
+  }
+  for (size_t r = 0; r < 4; ++r) {
+    std::string pair = replica_region[r] + replica_region[(r + 1) % 4];
+    std::sort(pair.begin(), pair.end());
+    EXPECT_NE(pair, "ab") << r;
+    EXPECT_NE(pair, "cd") << r;
+  }
 }
 
 }  // namespace

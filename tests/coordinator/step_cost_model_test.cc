@@ -105,17 +105,20 @@ TEST(StepCostModelTest, UnknownLinksCostTheOptionsFigures) {
   EXPECT_NEAR(d.pipeline_seconds, (0.01 + 0.1) + (0.5 + 2.0), 1e-12);
 }
 
-TEST(StepCostModelTest, SyncRingFindsAnOrderAroundSlowLinks) {
-  // Pairs {0,1} and {2,3} are slow: replica order 0-1-2-3 uses both, 0-2-1-3 neither.
+TEST(StepCostModelTest, SyncRingsInReplicaOrder) {
+  // Pairs {0,1} and {2,3} are slow: replica order 0-1-2-3 uses both, 0-2-1-3 neither. The model
+  // prices the ring the runtime forms (replica order), so the numbering decides.
   JobShape shape = Shape(1, 4, 1);
   shape.sync_bytes = {4e6};
   LinkCosts links = Uniform(4, 1e9, 0.001);
   for (auto [a, b] : {std::pair<size_t, size_t>{0, 1}, {2, 3}}) {
     links.at(a, b) = links.at(b, a) = {1e6, 0.1};
   }
-  const StepCost c = EstimateStepCost(shape, Workers(4), links, {0, 1, 2, 3});
-  // 2(D-1)/D * bytes / bw + 2(D-1) * latency over the fast ring.
-  EXPECT_NEAR(c.sync_seconds, 1.5 * 4e6 / 1e9 + 6 * 0.001, 1e-12);
+  // 2(D-1)/D * bytes / bw + 2(D-1) * latency over the ring's narrowest link and longest latency.
+  EXPECT_NEAR(EstimateStepCost(shape, Workers(4), links, {0, 2, 1, 3}).sync_seconds,
+              1.5 * 4e6 / 1e9 + 6 * 0.001, 1e-12);
+  EXPECT_NEAR(EstimateStepCost(shape, Workers(4), links, {0, 1, 2, 3}).sync_seconds,
+              1.5 * 4e6 / 1e6 + 6 * 0.1, 1e-9);
   // With every link slow but one, no order helps: the narrowest link sets the pace.
   LinkCosts slow = Uniform(4, 1e6, 0.1);
   slow.at(0, 1) = {1e9, 0.001};
