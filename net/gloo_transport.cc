@@ -133,9 +133,11 @@ class GlooPeerExchange final : public PeerExchange {
 
 Status GlooPeerExchange::FromFailure(const Direction& where, const Deadline& deadline,
                                      const std::string& what) const {
-  // Gloo reports a timeout as an IoException "Timed out waiting ...". Past our deadline, whatever
+  // Gloo reports a timeout as an IoException "Timed out waiting ..." or, once a wait's timeout
+  // has closed the pair, "Application timeout caused pair closure". Past our deadline, whatever
   // the text, the caller's budget ran out, so say so in the caller's terms.
-  if (deadline.Expired() || what.find("Timed out") != std::string::npos) {
+  if (deadline.Expired() || what.find("Timed out") != std::string::npos ||
+      what.find("Application timeout") != std::string::npos) {
     return Status(
         StatusCode::kDeadlineExceeded,
         where.Name() + ": timed out after " + std::to_string(deadline.budget().count()) + " ms");
@@ -375,7 +377,8 @@ StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOpti
   }
   IgnoreSigpipeOnce();
 
-  const Deadline deadline(options.connect_timeout);
+  const Deadline deadline =
+      options.connect_deadline ? *options.connect_deadline : Deadline(options.connect_timeout);
   GEOTRAIN_ASSIGN_OR_RETURN(c10::intrusive_ptr<ProcessGroupGloo> process_group,
                             ConnectWithin(options, std::move(store), deadline));
   if (options.frame_key.empty()) {

@@ -19,10 +19,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>  // complete type: callers hold and copy stores
 
 #include "common/status.h"
+#include "net/deadline.h"
 #include "net/transport.h"
 
 namespace geotrain::net {
@@ -42,6 +44,10 @@ struct GlooTransportOptions {
   // it. (Also Gloo's own default operation timeout, which no geotrain operation relies on: each
   // passes its own.)
   Timeout connect_timeout = std::chrono::seconds(60);
+  // When set, the connect ends by this deadline instead of connect_timeout from the call: one
+  // budget for several groups joined one after another (a rank's connect phase), so that N groups
+  // cannot take N timeouts. Errors quote its budget.
+  std::optional<Deadline> connect_deadline;
   // Largest frame Recv accepts. A larger announced length fails with DATA_LOSS before anything is
   // allocated, so a corrupt length cannot exhaust memory.
   uint64_t max_frame_bytes = uint64_t{4} << 30;

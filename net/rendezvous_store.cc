@@ -21,10 +21,22 @@ int RankOfKey(const std::string& key) {
   return rank;
 }
 
+// The rank a Gloo host name key names ("0/rank_3" -> 3: Gloo counts the ranks on one host), or -1.
+int RankOfHostKey(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  const std::string last = slash == std::string::npos ? key : key.substr(slash + 1);
+  if (last.rfind("rank_", 0) != 0) return -1;
+  return RankOfKey(last.substr(5));
+}
+
 std::string WaitingFor(const std::vector<std::string>& keys) {
   if (keys.size() == 1 && RankOfKey(keys[0]) >= 0) {
     return "waiting for rank " + std::to_string(RankOfKey(keys[0])) +
            " to publish its address in the store";
+  }
+  if (keys.size() == 1 && RankOfHostKey(keys[0]) >= 0) {
+    return "waiting for rank " + std::to_string(RankOfHostKey(keys[0])) +
+           " to publish its host name in the store";
   }
   std::string list;
   for (const std::string& key : keys) list += (list.empty() ? "'" : ", '") + key + "'";

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -201,8 +202,9 @@ TEST(GlooAddressTest, ZeroesPaddingAndLeavesOtherValuesAlone) {
   in.sin_port = htons(4242);
   ::inet_pton(AF_INET, "10.1.2.3", &in.sin_addr);
   std::memcpy(blob.data(), &in, 8);  // family, port, address; sin_zero and the rest stay 0xAB
-  std::vector<uint8_t> two = blob;
-  two.insert(two.end(), blob.begin(), blob.end());
+  std::vector<uint8_t> two(2 * kGlooAddressBytes);
+  std::copy(blob.begin(), blob.end(), two.begin());
+  std::copy(blob.begin(), blob.end(), two.begin() + kGlooAddressBytes);
   ASSERT_TRUE(ZeroGlooAddressPadding(&two));
   for (size_t at : {size_t{0}, kGlooAddressBytes}) {
     for (size_t i = 8; i < 128; ++i) EXPECT_EQ(two[at + i], 0) << at + i;
