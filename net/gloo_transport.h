@@ -59,7 +59,11 @@ struct GlooTransportOptions {
 };
 
 // Joins the group described by `options` through `store` (shared by all ranks; any number of
-// groups may share one store under different names). Blocks until all ranks are connected.
+// groups may share one store under different names). Blocks until all ranks are connected, or
+// until the connect deadline: then DEADLINE_EXCEEDED naming the step and the peer ("connecting
+// to rank 1 at 10.0.0.2:41234", "waiting for rank 1 to publish its address in the store"). The
+// connect runs on a thread of its own (gloo_transport.cc says why); one abandoned at the
+// deadline ends by itself within about one more budget, holding `store` until then.
 StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOptions& options,
                                                          c10::intrusive_ptr<c10d::Store> store);
 
