@@ -116,6 +116,8 @@ TEST(RunNameTest, ARankWhoseRankZeroNeverPublishesFailsWithinItsBudget) {
   const geotrain::testing::TempDir dir;
   auto store = net::CreateFileStore(dir.File("store"), 1, std::chrono::seconds(60));
   ASSERT_TRUE(store.ok()) << store.status().ToString();
+  // Another rank's key: the store file exists (c10d's FileStore cannot wait on a missing file).
+  (*store)->set("other", std::vector<uint8_t>{1});
   const auto start = std::chrono::steady_clock::now();
   StatusOr<std::string> name = AgreeOnRunName(**store, 1, std::chrono::milliseconds(1000));
   ASSERT_FALSE(name.ok());
