@@ -17,10 +17,12 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -31,6 +33,7 @@
 #include "net/exchange_transport.h"
 #include "net/frame_sealer.h"
 #include "net/peer_exchange.h"
+#include "net/rendezvous_store.h"
 #include "net/sealed_peer_exchange.h"
 
 namespace geotrain::net {
@@ -130,9 +133,11 @@ class GlooPeerExchange final : public PeerExchange {
 
 Status GlooPeerExchange::FromFailure(const Direction& where, const Deadline& deadline,
                                      const std::string& what) const {
-  // Gloo reports a timeout as an IoException "Timed out waiting ...". Past our deadline, whatever
+  // Gloo reports a timeout as an IoException "Timed out waiting ..." or, once a wait's timeout
+  // has closed the pair, "Application timeout caused pair closure". Past our deadline, whatever
   // the text, the caller's budget ran out, so say so in the caller's terms.
-  if (deadline.Expired() || what.find("Timed out") != std::string::npos) {
+  if (deadline.Expired() || what.find("Timed out") != std::string::npos ||
+      what.find("Application timeout") != std::string::npos) {
     return Status(
         StatusCode::kDeadlineExceeded,
         where.Name() + ": timed out after " + std::to_string(deadline.budget().count()) + " ms");
@@ -220,9 +225,17 @@ Status GlooPeerExchange::Exchange(Channel channel, const ExchangeStep& step,
       GEOTRAIN_RETURN_IF_ERROR(resized);
     }
     if (!step.recv->empty()) {
-      GEOTRAIN_RETURN_IF_ERROR(Post(*group, from, false, step.recv->data(), step.recv->size(),
-                                    Tag(channel, Part::kBytes), deadline, &recv_bytes_work));
-      GEOTRAIN_RETURN_IF_ERROR(Wait(recv_bytes_work, from, deadline));
+      Status received = Post(*group, from, false, step.recv->data(), step.recv->size(),
+                             Tag(channel, Part::kBytes), deadline, &recv_bytes_work);
+      if (received.ok()) received = Wait(recv_bytes_work, from, deadline);
+      if (!received.ok() && !step.sizes_known && received.code() == StatusCode::kUnavailable) {
+        // The length arrived and the link failed before the bytes did: the frame is cut short,
+        // which is data lost, not a link to wait for.
+        return DataLoss(
+            from.Name() + ": frame truncated: the peer announced " + std::to_string(recv_length) +
+            " bytes and the link closed before they arrived (" + received.message() + ")");
+      }
+      GEOTRAIN_RETURN_IF_ERROR(received);
     }
   }
   GEOTRAIN_RETURN_IF_ERROR(Wait(send_length_work, to, deadline));
@@ -252,6 +265,98 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const std::string& bind_
   return ProcessGroupGloo::createDeviceForHostname(bind_address);
 }
 
+// A group being connected on a thread of its own, and what became of it. Shared by the caller
+// and that thread: whichever is last to let go frees it.
+struct PendingGroup {
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;                           // guarded by mu
+  bool abandoned = false;                      // guarded by mu: the caller gave up waiting
+  std::string failure;                         // guarded by mu: what c10d or Gloo threw
+  c10::intrusive_ptr<ProcessGroupGloo> group;  // guarded by mu
+};
+
+// Builds the ProcessGroupGloo (rendezvous through the store, then one TCP connection per peer)
+// and returns it, or fails by `deadline` naming the step and the peer.
+//
+// Why a thread: Gloo's pair connect has no deadline of its own, only the context timeout, and it
+// waits five times that for a peer to connect to it (gloo/transport/tcp/pair.h, waitUntil); a
+// store write or a TCP connect to a peer that accepts and never answers blocks under timeouts
+// Gloo and c10d choose. So the caller waits on the thread until `deadline` and no longer. The
+// thread is told to stop waiting too: every store wait gets only what is left of the budget
+// (RendezvousStore), and Gloo's timeout is a fifth of it, so an abandoned thread ends within
+// about one more budget and destroys what it built (closing its sockets).
+StatusOr<c10::intrusive_ptr<ProcessGroupGloo>> ConnectWithin(const GlooTransportOptions& options,
+                                                             c10::intrusive_ptr<c10d::Store> store,
+                                                             const Deadline& deadline) {
+  const std::string group_name = "gloo group '" + options.group_name + "', rank " +
+                                 std::to_string(options.rank) + " of " +
+                                 std::to_string(options.size);
+  c10::intrusive_ptr<RendezvousStore> rendezvous;
+  c10::intrusive_ptr<ProcessGroupGloo::Options> gloo_options;
+  Status prepared = CatchAll(
+      [&]() -> Status {
+        auto prefixed =
+            c10::make_intrusive<c10d::PrefixStore>("geotrain/net/" + options.group_name, store);
+        rendezvous = c10::make_intrusive<RendezvousStore>(prefixed, deadline, options.rank);
+        // Gloo waits 5 x this for a peer's connection; 1 ms at least, as 0 means "default".
+        const auto gloo_timeout =
+            std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline.Remaining() / 5.0),
+                     std::chrono::milliseconds(1));
+        // 2.x: Options derives from Backend::Options; create(timeout) is the same.
+        gloo_options = ProcessGroupGloo::Options::create(gloo_timeout);
+        gloo_options->devices.push_back(CreateDevice(options.bind_address));
+        gloo_options->threads = 1;  // c10d's worker threads run collectives; we post none
+        return OkStatus();
+      },
+      [&](const std::string& what) {
+        return Unavailable(group_name + ": cannot connect: " + what);
+      });
+  GEOTRAIN_RETURN_IF_ERROR(prepared);
+
+  auto pending = std::make_shared<PendingGroup>();
+  std::thread([pending, rendezvous, gloo_options, rank = options.rank, size = options.size] {
+    c10::intrusive_ptr<ProcessGroupGloo> group;
+    const Status built = CatchAll(
+        [&]() -> Status {
+          group = c10::make_intrusive<ProcessGroupGloo>(rendezvous, rank, size, gloo_options);
+          return OkStatus();
+        },
+        [&](const std::string& what) { return Unavailable(what); });
+    std::unique_lock<std::mutex> lock(pending->mu);
+    if (!pending->abandoned) {
+      pending->failure = built.message();
+      pending->group = std::move(group);
+      pending->done = true;
+      pending->done_cv.notify_all();
+      return;
+    }
+    lock.unlock();
+    group.reset();  // nobody waits for it: close its links
+  }).detach();
+
+  std::unique_lock<std::mutex> lock(pending->mu);
+  const bool done = pending->done_cv.wait_until(lock, deadline.at(), [&] { return pending->done; });
+  const std::string phase = rendezvous->Phase();
+  const std::string at = phase.empty() ? std::string() : " (" + phase + ")";
+  if (!done) {
+    pending->abandoned = true;
+    return Status(StatusCode::kDeadlineExceeded,
+                  group_name + ": cannot connect within " +
+                      std::to_string(deadline.budget().count()) + " ms" + at +
+                      " (do all ranks use this store and group name, and is every peer's address "
+                      "a geotrain rank?)");
+  }
+  if (pending->group) return std::move(pending->group);
+  if (deadline.Expired() || pending->failure.find("imeout") != std::string::npos ||
+      pending->failure.find("timed out") != std::string::npos) {
+    return Status(StatusCode::kDeadlineExceeded, group_name + ": cannot connect within " +
+                                                     std::to_string(deadline.budget().count()) +
+                                                     " ms" + at + ": " + pending->failure);
+  }
+  return Unavailable(group_name + ": cannot connect" + at + ": " + pending->failure);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOptions& options,
@@ -272,31 +377,10 @@ StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOpti
   }
   IgnoreSigpipeOnce();
 
-  const Deadline deadline(options.connect_timeout);
-  c10::intrusive_ptr<ProcessGroupGloo> process_group;
-  Status created = CatchAll(
-      [&]() -> Status {
-        auto prefixed =
-            c10::make_intrusive<c10d::PrefixStore>("geotrain/net/" + options.group_name, store);
-        // 2.x: Options derives from Backend::Options; create(timeout) is the same.
-        auto gloo_options = ProcessGroupGloo::Options::create(options.connect_timeout);
-        gloo_options->devices.push_back(CreateDevice(options.bind_address));
-        gloo_options->threads = 1;  // c10d's worker threads run collectives; we post none
-        process_group = c10::make_intrusive<ProcessGroupGloo>(prefixed, options.rank, options.size,
-                                                              gloo_options);
-        return OkStatus();
-      },
-      [&](const std::string& what) {
-        const std::string message = group + ", rank " + std::to_string(options.rank) + " of " +
-                                    std::to_string(options.size) + ": cannot connect";
-        if (deadline.Expired()) {
-          return Status(StatusCode::kDeadlineExceeded,
-                        message + " within " + std::to_string(options.connect_timeout.count()) +
-                            " ms (do all ranks use this store and group name?): " + what);
-        }
-        return Unavailable(message + ": " + what);
-      });
-  GEOTRAIN_RETURN_IF_ERROR(created);
+  const Deadline deadline =
+      options.connect_deadline ? *options.connect_deadline : Deadline(options.connect_timeout);
+  GEOTRAIN_ASSIGN_OR_RETURN(c10::intrusive_ptr<ProcessGroupGloo> process_group,
+                            ConnectWithin(options, std::move(store), deadline));
   if (options.frame_key.empty()) {
     return std::unique_ptr<Transport>(std::make_unique<ExchangeTransport>(
         std::make_unique<GlooPeerExchange>(std::move(process_group), options)));

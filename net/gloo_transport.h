@@ -19,10 +19,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>  // complete type: callers hold and copy stores
 
 #include "common/status.h"
+#include "net/deadline.h"
 #include "net/transport.h"
 
 namespace geotrain::net {
@@ -42,6 +44,10 @@ struct GlooTransportOptions {
   // it. (Also Gloo's own default operation timeout, which no geotrain operation relies on: each
   // passes its own.)
   Timeout connect_timeout = std::chrono::seconds(60);
+  // When set, the connect ends by this deadline instead of connect_timeout from the call: one
+  // budget for several groups joined one after another (a rank's connect phase), so that N groups
+  // cannot take N timeouts. Errors quote its budget.
+  std::optional<Deadline> connect_deadline;
   // Largest frame Recv accepts. A larger announced length fails with DATA_LOSS before anything is
   // allocated, so a corrupt length cannot exhaust memory.
   uint64_t max_frame_bytes = uint64_t{4} << 30;
@@ -53,7 +59,11 @@ struct GlooTransportOptions {
 };
 
 // Joins the group described by `options` through `store` (shared by all ranks; any number of
-// groups may share one store under different names). Blocks until all ranks are connected.
+// groups may share one store under different names). Blocks until all ranks are connected, or
+// until the connect deadline: then DEADLINE_EXCEEDED naming the step and the peer ("connecting
+// to rank 1 at 10.0.0.2:41234", "waiting for rank 1 to publish its address in the store"). The
+// connect runs on a thread of its own (gloo_transport.cc says why); one abandoned at the
+// deadline ends by itself within about one more budget, holding `store` until then.
 StatusOr<std::unique_ptr<Transport>> CreateGlooTransport(const GlooTransportOptions& options,
                                                          c10::intrusive_ptr<c10d::Store> store);
 

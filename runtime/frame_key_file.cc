@@ -1,5 +1,7 @@
 #include "runtime/frame_key_file.h"
 
+#include <algorithm>
+
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
@@ -84,12 +86,21 @@ StatusOr<std::string> AgreeOnRunName(c10d::Store& store, int rank, net::Timeout 
       return name;
     }
     store.setTimeout(timeout);
+    // c10d reads 0 ms as "no timeout"; never pass less than 1 ms.
+    store.wait({kRunNameKey}, std::max(timeout, net::Timeout(1)));
     const std::vector<uint8_t> name = store.get(kRunNameKey);
     return std::string(name.begin(), name.end());
   } catch (const std::exception& e) {
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));
-    return Unavailable("agreeing on the run's name through the rendezvous store: " + what);
+    const std::string message = "agreeing on the run's name through the rendezvous store";
+    // c10d's stores say "Wait timeout", "Socket Timeout" or "timed out".
+    if (what.find("imeout") != std::string::npos || what.find("timed out") != std::string::npos) {
+      return Status(StatusCode::kDeadlineExceeded, message + ": rank 0 did not publish it within " +
+                                                       std::to_string(timeout.count()) +
+                                                       " ms: " + what);
+    }
+    return Unavailable(message + ": " + what);
   }
 }
 

@@ -117,6 +117,10 @@ StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bo
                                            const std::string& frame_key) {
   StageLinks links;
   const int me = assignment.global_rank();
+  // One budget for all of this rank's groups: joined one after another, each only gets what the
+  // ones before it left, so the connect phase as a whole honours training.timeout_seconds.
+  const net::Deadline connect_deadline(
+      std::chrono::milliseconds(static_cast<int64_t>(assignment.training.timeout_seconds * 1000)));
   for (const GroupSpec& group : JobGroups(assignment.num_stages, assignment.dp_size,
                                           NeedsEmbeddingGroup(assignment, tied_embeddings),
                                           UsesFusedEmbeddingGroup(assignment))) {
@@ -128,8 +132,14 @@ StatusOr<StageLinks> ConnectGlooStageLinks(const StageAssignment& assignment, bo
     options.bind_address = bind_address;
     options.group_name = job_name + "/" + group.name;
     options.frame_key = frame_key;
-    options.connect_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(assignment.training.timeout_seconds * 1000));
+    options.connect_timeout = connect_deadline.budget();
+    options.connect_deadline = connect_deadline;
+    if (connect_deadline.Expired()) {
+      return Status(StatusCode::kDeadlineExceeded,
+                    "joining group " + group.name + ": training.timeout_seconds (" +
+                        std::to_string(connect_deadline.budget().count()) +
+                        " ms) was spent joining the groups before it");
+    }
     auto transport = net::CreateGlooTransport(options, store);
     if (!transport.ok()) {
       return transport.status().WithContext("joining group " + group.name);

@@ -43,7 +43,9 @@ bool NeedsEmbeddingGroup(const StageAssignment& assignment, bool tied_embeddings
 // Whether the embedding group is the fused one (all replicas) rather than a per-replica pair.
 bool UsesFusedEmbeddingGroup(const StageAssignment& assignment);
 
-// Joins this rank's Gloo groups through `store` (shared by the job's ranks). `job_name` prefixes
+// Joins this rank's Gloo groups through `store` (shared by the job's ranks), all of them within
+// training.timeout_seconds together (DEADLINE_EXCEEDED naming the group, the step and the peer
+// otherwise: net/gloo_transport.h). `job_name` prefixes
 // the group names so that several incarnations of a job can share one store. With a
 // `frame_key` (32 bytes; empty: in the clear) every group seals its frames under a subkey of
 // it derived from the group's name (net/frame_sealer.h). The NCCL group, when the job gets one,

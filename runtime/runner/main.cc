@@ -29,6 +29,7 @@
 
 #include "common/io/host_port.h"
 #include "common/io/path_confinement.h"
+#include "net/deadline.h"
 #include "net/gloo_transport.h"
 #include "runtime/frame_key_file.h"
 #include "runtime/job_paths.h"
@@ -145,11 +146,14 @@ Status Train(const SeedRunConfig& config, const std::string& frame_key, double l
   }
   // A job of one rank joins no group, so it needs no rendezvous.
   if (config.assignment.world_size() > 1) {
+    // Opening the store and agreeing on the run's name share one budget of --timeout (joining
+    // the groups later gets one of its own: runtime/stage_links.h).
+    const net::Deadline store_deadline(timeout);
     GEOTRAIN_ASSIGN_OR_RETURN(options.store, OpenStore(config, timeout));
     if (!frame_key.empty()) {
       // The key may serve many runs; a run name of its own gives each run its own subkeys.
-      GEOTRAIN_ASSIGN_OR_RETURN(std::string run_name,
-                                AgreeOnRunName(*options.store, config.rank, timeout));
+      GEOTRAIN_ASSIGN_OR_RETURN(std::string run_name, AgreeOnRunName(*options.store, config.rank,
+                                                                     store_deadline.Remaining()));
       options.group_prefix += "/" + run_name;
     }
     spdlog::info("rank {}: joining the job's groups through {}", config.assignment.global_rank(),

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "net/gloo_transport.h"
 #include "runtime/frame_key_file.h"
 #include "runtime/stage_runtime.h"
 #include "tests/runtime/runtime_test_job.h"
@@ -109,6 +110,23 @@ TEST(FrameKeyFileTest, AKeyOthersMayReadIsWarnedAbout) {
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   ASSERT_TRUE(ReadFrameKeyFile(path, &warning).ok());
   EXPECT_EQ(warning, "");
+}
+
+TEST(RunNameTest, ARankWhoseRankZeroNeverPublishesFailsWithinItsBudget) {
+  const geotrain::testing::TempDir dir;
+  auto store = net::CreateFileStore(dir.File("store"), 1, std::chrono::seconds(60));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  // Another rank's key: the store file exists (c10d's FileStore cannot wait on a missing file).
+  (*store)->set("other", std::vector<uint8_t>{1});
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<std::string> name = AgreeOnRunName(**store, 1, std::chrono::milliseconds(1000));
+  ASSERT_FALSE(name.ok());
+  EXPECT_EQ(name.status().code(), StatusCode::kDeadlineExceeded) << name.status().ToString();
+  EXPECT_NE(name.status().message().find("rank 0 did not publish it within 1000 ms"),
+            std::string::npos)
+      << name.status().message();
+  // Well within the store's own 60 s (FileStore counts its waits in whole seconds).
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
 }
 
 }  // namespace
