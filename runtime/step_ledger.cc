@@ -6,6 +6,12 @@ namespace {
 const TrafficKey kDataParallelSync = TrafficKey::Sync(TrafficKind::kDataParallel);
 const TrafficKey kEmbeddingSync = TrafficKey::Sync(TrafficKind::kEmbedding);
 
+// One part of the step's raw and wire bytes.
+void SetBytes(uint64_t StepBytes::*part, const TrafficCount& count, StepResult* result) {
+  result->raw_bytes.*part = count.raw_bytes;
+  result->wire_bytes.*part = count.wire_bytes;
+}
+
 template <typename LinkEnd>
 void ReadEnd(const std::unique_ptr<LinkEnd>& end, const TrafficKey& key, TrafficCounter* counter) {
   if (end) counter->Set(key, end->totals());
@@ -46,10 +52,8 @@ void StepLedger::EndSchedule(double schedule_seconds, StepResult* result) {
   const TrafficCount bwd = counter_.Since(schedule_start_, to_prev_);
   const TrafficCount in_prev = counter_.Since(schedule_start_, from_prev_);
   const TrafficCount in_next = counter_.Since(schedule_start_, from_next_);
-  result->raw_bytes.forward = fwd.raw_bytes;
-  result->wire_bytes.forward = fwd.wire_bytes;
-  result->raw_bytes.backward = bwd.raw_bytes;
-  result->wire_bytes.backward = bwd.wire_bytes;
+  SetBytes(&StepBytes::forward, fwd, result);
+  SetBytes(&StepBytes::backward, bwd, result);
   result->forward_relative_error = fwd.frames ? fwd.relative_error_sum / fwd.frames : 0;
   result->backward_relative_error = bwd.frames ? bwd.relative_error_sum / bwd.frames : 0;
   StepPhases& phases = result->phases;
@@ -74,12 +78,8 @@ void StepLedger::AddEmbedding(uint64_t raw, uint64_t wire) {
 void StepLedger::EndStep(StepResult* result) {
   // Everything the syncs sent since the last step ended, the overlapped exchange included.
   Read();
-  const TrafficCount dp = counter_.Since(step_reported_, kDataParallelSync);
-  const TrafficCount embedding = counter_.Since(step_reported_, kEmbeddingSync);
-  result->raw_bytes.dp = dp.raw_bytes;
-  result->wire_bytes.dp = dp.wire_bytes;
-  result->raw_bytes.embedding = embedding.raw_bytes;
-  result->wire_bytes.embedding = embedding.wire_bytes;
+  SetBytes(&StepBytes::dp, counter_.Since(step_reported_, kDataParallelSync), result);
+  SetBytes(&StepBytes::embedding, counter_.Since(step_reported_, kEmbeddingSync), result);
   step_reported_ = counter_;
 }
 
