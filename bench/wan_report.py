@@ -9,19 +9,18 @@ printed so far in this invocation (for the ratios to the unlimited and uncompres
 """
 
 import json
+import os
 import statistics
 import sys
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import step_lines  # noqa: E402  (scripts/step_lines.py)
+
 
 def load_steps(out_dir):
-    with open(f"{out_dir}/steps.json") as f:
-        steps = json.load(f).get("steps", [])
-    for step in steps:  # proto3 JSON writes 64-bit integers as strings
-        for key in ("step", "raw_bytes", "wire_bytes"):
-            step[key] = int(step.get(key, 0))
-    return steps
+    return step_lines.read_job_steps(f"{out_dir}/steps.json")
 
 
 def steady(steps, warmup):

@@ -30,10 +30,7 @@ CommandContext ProcessCommandContext() {
 }
 
 bool IsUnauthenticated(const Status& status) {
-  // FromGrpcStatus keeps the gRPC code's name in front of codes Status lacks; the client may
-  // put what it was doing before it ("submitting job.yaml: UNAUTHENTICATED: ...").
-  return status.code() == StatusCode::kFailedPrecondition &&
-         status.message().find("UNAUTHENTICATED: ") != std::string::npos;
+  return status.code() == StatusCode::kUnauthenticated;
 }
 
 int ReportFailure(const Status& status, std::ostream& err) {

@@ -16,7 +16,8 @@
 
 namespace geotrain::cli {
 
-// Whether `status` is the coordinator's UNAUTHENTICATED (as FromGrpcStatus converts it).
+// Whether `status` is the coordinator's UNAUTHENTICATED (kUnauthenticated, as FromGrpcStatus
+// converts it), whatever context the caller added to its message.
 bool IsUnauthenticated(const Status& status);
 
 // Prints `status` on `err` as "geotrain: CODE: first line", further lines indented by two spaces

@@ -27,9 +27,10 @@ Status FromGrpcStatus(const grpc::Status& status) {
       return Unavailable(message);
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return Status(StatusCode::kDeadlineExceeded, message);
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return Unauthenticated(message);
     case grpc::StatusCode::UNIMPLEMENTED:
     case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::ALREADY_EXISTS:
       return FailedPrecondition(renamed);
     default:

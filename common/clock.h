@@ -23,6 +23,10 @@ class Clock {
   virtual ~Clock() = default;
   virtual int64_t NowUnixMs() const = 0;
   virtual int64_t NowMonotonicMs() const = 0;
+  // Monotonic time in nanoseconds, on NowMonotonicMs's origin, for intervals too short for
+  // milliseconds (a ping's round trip, a probe's transfer). A clock without finer time (a
+  // ManualClock) answers NowMonotonicMs in nanoseconds.
+  virtual int64_t NowMonotonicNs() const { return NowMonotonicMs() * 1'000'000; }
   // Blocks the calling thread for `ms` of monotonic time; returns at once when `ms` <= 0.
   virtual void SleepMs(int64_t ms) = 0;
 };

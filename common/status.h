@@ -22,7 +22,8 @@ enum class StatusCode {
   kNotFound,
   kUnavailable,  // a peer or file that should be there is not
   kDeadlineExceeded,
-  kInternal,  // a broken invariant of ours
+  kInternal,         // a broken invariant of ours
+  kUnauthenticated,  // the caller's credentials are missing or wrong (gRPC's UNAUTHENTICATED)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -61,6 +62,9 @@ inline Status ResourceExhausted(std::string m) {
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Unauthenticated(std::string m) {
+  return {StatusCode::kUnauthenticated, std::move(m)};
+}
 
 // A value or the Status explaining why there is none.
 template <typename T>

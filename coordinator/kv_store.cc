@@ -6,10 +6,10 @@
 #include <charconv>
 #include <utility>
 
+#include "common/clock.h"
+
 namespace geotrain::coordinator {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Charged per key on top of its bytes: a hostile client storing millions of empty values still
 // pays for the hash-map nodes it costs us.
@@ -133,7 +133,7 @@ Status KvStore::Await(Lock& lock, const KvScopeId& id, Scope& scope,
                       const std::function<bool()>& ready, const KvWaitOptions& wait,
                       const std::function<std::string()>& describe_wait) {
   const auto timeout = std::max(wait.timeout, std::chrono::milliseconds(0));
-  const Clock::time_point deadline = Clock::now() + timeout;
+  const int64_t deadline = RealClock().NowMonotonicMs() + timeout.count();
   ++scope.waiters;
   ++waiters_;
   Status result;
@@ -146,14 +146,14 @@ Status KvStore::Await(Lock& lock, const KvScopeId& id, Scope& scope,
       break;
     }
     if (ready()) break;
-    const Clock::time_point now = Clock::now();
+    const int64_t now = RealClock().NowMonotonicMs();
     if (now >= deadline) {
       result = Status(StatusCode::kDeadlineExceeded, ScopeName(id) + ": timed out after " +
                                                          std::to_string(timeout.count()) + " ms " +
                                                          describe_wait());
       break;
     }
-    Clock::time_point wake = deadline;
+    int64_t wake = deadline;
     if (wait.abandoned) {
       // The caller's check may take locks of its own (gRPC's call state): never under ours.
       lock.unlock();
@@ -163,10 +163,9 @@ Status KvStore::Await(Lock& lock, const KvScopeId& id, Scope& scope,
         result = Unavailable(ScopeName(id) + ": the caller gave up " + describe_wait());
         break;
       }
-      wake =
-          std::min(wake, now + std::max(wait.abandon_check_interval, std::chrono::milliseconds(1)));
+      wake = std::min(wake, now + std::max<int64_t>(wait.abandon_check_interval.count(), 1));
     }
-    scope.changed.wait_until(lock, wake);
+    scope.changed.wait_for(lock, std::chrono::milliseconds(wake - now));
   }
   --scope.waiters;
   --waiters_;

@@ -32,6 +32,8 @@ grpc::StatusCode ToGrpcCode(StatusCode code) {
       return grpc::StatusCode::DEADLINE_EXCEEDED;
     case StatusCode::kInternal:
       return grpc::StatusCode::INTERNAL;
+    case StatusCode::kUnauthenticated:
+      return grpc::StatusCode::UNAUTHENTICATED;
   }
   return grpc::StatusCode::UNKNOWN;
 }

@@ -16,7 +16,7 @@ class SingleReplicaSync final : public DataParallelSync {
   Status Flush() override { return OkStatus(); }
   std::map<std::string, at::Tensor> StateTensors() override { return {}; }
   Status LoadStateTensors(const std::map<std::string, at::Tensor>&) override { return OkStatus(); }
-  DataParallelTraffic traffic() const override { return {}; }
+  TrafficCount traffic() const override { return {}; }
 };
 
 Status CheckContext(const DataParallelContext& context) {

@@ -37,14 +37,9 @@
 #include "net/transport.h"
 #include "runtime/adamw.h"
 #include "runtime/stage_assignment.h"
+#include "runtime/traffic_counter.h"
 
 namespace geotrain::runtime {
-
-// Per-rank cumulative byte counts of the data-parallel traffic this rank sent.
-struct DataParallelTraffic {
-  uint64_t raw_bytes = 0;   // what a float32 ring all-reduce of the same tensors would send
-  uint64_t wire_bytes = 0;  // what was actually sent
-};
 
 class DataParallelSync {
  public:
@@ -60,7 +55,9 @@ class DataParallelSync {
   virtual std::map<std::string, at::Tensor> StateTensors() = 0;
   virtual Status LoadStateTensors(const std::map<std::string, at::Tensor>& state) = 0;
 
-  virtual DataParallelTraffic traffic() const = 0;
+  // The data-parallel traffic this rank sent so far: raw_bytes is what a float32 ring all-reduce
+  // of the same tensors would send, wire_bytes what was actually sent.
+  virtual TrafficCount traffic() const = 0;
 
   // Adaptive compression: new cocktail quant_bits / topk_ratio (0 keeps one) from the next
   // exchange on; an exchange in flight keeps the settings it started with, and codec state

@@ -18,7 +18,7 @@ class AllReduceSync final : public DataParallelSync {
   Status Flush() override { return OkStatus(); }
   std::map<std::string, at::Tensor> StateTensors() override { return {}; }
   Status LoadStateTensors(const std::map<std::string, at::Tensor>&) override { return OkStatus(); }
-  DataParallelTraffic traffic() const override { return replicas_.meter.totals(); }
+  TrafficCount traffic() const override { return replicas_.meter.totals(); }
 
  private:
   ReplicaGroup replicas_;

@@ -150,7 +150,7 @@ class CocktailSync final : public DataParallelSync {
     });
   }
 
-  DataParallelTraffic traffic() const override { return replicas_.meter.totals(); }
+  TrafficCount traffic() const override { return replicas_.meter.totals(); }
 
   Status AdjustCodec(uint32_t quant_bits, double topk_ratio) override {
     // Checked now, on a copy, so that a bad value is refused here rather than failing the

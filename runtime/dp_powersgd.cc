@@ -126,7 +126,7 @@ class PowerSgdSync final : public DataParallelSync {
     });
   }
 
-  DataParallelTraffic traffic() const override { return replicas_.meter.totals(); }
+  TrafficCount traffic() const override { return replicas_.meter.totals(); }
 
  private:
   static std::string ErrorName(const Matrix& m) {

@@ -92,7 +92,7 @@ class QuantizedMomentumSync final : public DataParallelSync {
     });
   }
 
-  DataParallelTraffic traffic() const override { return replicas_.meter.totals(); }
+  TrafficCount traffic() const override { return replicas_.meter.totals(); }
 
  private:
   std::string WorkerName(size_t bucket) const {

@@ -21,9 +21,9 @@
 
 namespace geotrain::runtime {
 
-// Cumulative DataParallelTraffic of one rank. Wire bytes come from the transport's own counters
-// (what it really sent, collective framing included), read before and after each operation, so
-// they stay right whatever the codecs or the collective algorithms do.
+// Cumulative raw and wire bytes (a TrafficCount) of one rank. Wire bytes come from the transport's
+// own counters (what it really sent, collective framing included), read before and after each
+// operation, so they stay right whatever the codecs or the collective algorithms do.
 class TrafficMeter {
  public:
   explicit TrafficMeter(net::Transport* transport) : transport_(transport) {}
@@ -38,7 +38,12 @@ class TrafficMeter {
     wire_ += wire_bytes;
   }
 
-  DataParallelTraffic totals() const { return {raw_.load(), wire_.load()}; }
+  TrafficCount totals() const {
+    TrafficCount count;
+    count.raw_bytes = raw_.load();
+    count.wire_bytes = wire_.load();
+    return count;
+  }
 
  private:
   uint64_t BytesSent() const;

@@ -3,9 +3,18 @@
 namespace geotrain::runtime {
 namespace {
 
+const TrafficKey kDataParallelSync = TrafficKey::Sync(TrafficKind::kDataParallel);
+const TrafficKey kEmbeddingSync = TrafficKey::Sync(TrafficKind::kEmbedding);
+
+// One part of the step's raw and wire bytes.
+void SetBytes(uint64_t StepBytes::*part, const TrafficCount& count, StepResult* result) {
+  result->raw_bytes.*part = count.raw_bytes;
+  result->wire_bytes.*part = count.wire_bytes;
+}
+
 template <typename LinkEnd>
-LinkTotals TotalsOf(const std::unique_ptr<LinkEnd>& end) {
-  return end ? end->totals() : LinkTotals{};
+void ReadEnd(const std::unique_ptr<LinkEnd>& end, const TrafficKey& key, TrafficCounter* counter) {
+  if (end) counter->Set(key, end->totals());
 }
 
 }  // namespace
@@ -15,25 +24,36 @@ StepLedger::StepLedger(const StageParts& parts)
       ends_(parts.ends),
       data_parallel_(*parts.data_parallel),
       compressed_embedding_(parts.compressed_embedding != nullptr),
-      meter_(parts.assignment, parts.links) {}
+      meter_(parts.assignment, parts.links),
+      to_next_{parts.assignment.stage + 1, parts.assignment.dp_rank, TrafficKind::kActivation,
+               true},
+      to_prev_{parts.assignment.stage - 1, parts.assignment.dp_rank, TrafficKind::kGradient, true},
+      from_prev_{parts.assignment.stage - 1, parts.assignment.dp_rank, TrafficKind::kActivation,
+                 false},
+      from_next_{parts.assignment.stage + 1, parts.assignment.dp_rank, TrafficKind::kGradient,
+                 false} {}
 
-StepLedger::EndTotals StepLedger::ReadEnds() const {
-  return {TotalsOf(ends_.to_next), TotalsOf(ends_.to_prev), TotalsOf(ends_.from_prev),
-          TotalsOf(ends_.from_next)};
+void StepLedger::Read() {
+  ReadEnd(ends_.to_next, to_next_, &counter_);
+  ReadEnd(ends_.to_prev, to_prev_, &counter_);
+  ReadEnd(ends_.from_prev, from_prev_, &counter_);
+  ReadEnd(ends_.from_next, from_next_, &counter_);
+  counter_.Set(kDataParallelSync, data_parallel_.traffic());
 }
 
-void StepLedger::BeginSchedule() { schedule_start_ = ReadEnds(); }
+void StepLedger::BeginSchedule() {
+  Read();
+  schedule_start_ = counter_;
+}
 
 void StepLedger::EndSchedule(double schedule_seconds, StepResult* result) {
-  const EndTotals now = ReadEnds();
-  const LinkTotals fwd = now.to_next - schedule_start_.to_next;
-  const LinkTotals bwd = now.to_prev - schedule_start_.to_prev;
-  const LinkTotals in_prev = now.from_prev - schedule_start_.from_prev;
-  const LinkTotals in_next = now.from_next - schedule_start_.from_next;
-  result->raw_bytes.forward = fwd.raw_bytes;
-  result->wire_bytes.forward = fwd.wire_bytes;
-  result->raw_bytes.backward = bwd.raw_bytes;
-  result->wire_bytes.backward = bwd.wire_bytes;
+  Read();
+  const TrafficCount fwd = counter_.Since(schedule_start_, to_next_);
+  const TrafficCount bwd = counter_.Since(schedule_start_, to_prev_);
+  const TrafficCount in_prev = counter_.Since(schedule_start_, from_prev_);
+  const TrafficCount in_next = counter_.Since(schedule_start_, from_next_);
+  SetBytes(&StepBytes::forward, fwd, result);
+  SetBytes(&StepBytes::backward, bwd, result);
   result->forward_relative_error = fwd.frames ? fwd.relative_error_sum / fwd.frames : 0;
   result->backward_relative_error = bwd.frames ? bwd.relative_error_sum / bwd.frames : 0;
   StepPhases& phases = result->phases;
@@ -49,19 +69,18 @@ void StepLedger::EndSchedule(double schedule_seconds, StepResult* result) {
 }
 
 void StepLedger::AddEmbedding(uint64_t raw, uint64_t wire) {
-  embedding_.raw_bytes += raw;
-  embedding_.wire_bytes += wire;
+  TrafficCount count;
+  count.raw_bytes = raw;
+  count.wire_bytes = wire;
+  counter_.Add(kEmbeddingSync, count);
 }
 
 void StepLedger::EndStep(StepResult* result) {
-  // Everything the sync sent since the last step ended, the overlapped exchange included.
-  const DataParallelTraffic dp = data_parallel_.traffic();
-  result->raw_bytes.dp = dp.raw_bytes - data_parallel_reported_.raw_bytes;
-  result->wire_bytes.dp = dp.wire_bytes - data_parallel_reported_.wire_bytes;
-  data_parallel_reported_ = dp;
-  result->raw_bytes.embedding = embedding_.raw_bytes - embedding_reported_.raw_bytes;
-  result->wire_bytes.embedding = embedding_.wire_bytes - embedding_reported_.wire_bytes;
-  embedding_reported_ = embedding_;
+  // Everything the syncs sent since the last step ended, the overlapped exchange included.
+  Read();
+  SetBytes(&StepBytes::dp, counter_.Since(step_reported_, kDataParallelSync), result);
+  SetBytes(&StepBytes::embedding, counter_.Since(step_reported_, kEmbeddingSync), result);
+  step_reported_ = counter_;
 }
 
 void StepLedger::EndReport(const DataParallelSettings& data_parallel, StepResult* result) {
@@ -84,8 +103,9 @@ void StepLedger::EndReport(const DataParallelSettings& data_parallel, StepResult
       compressed && compressed_embedding_ ? CodecBits(compression.data_parallel.codec) : 32;
   period.activation_relative_error = result->forward_relative_error;
   period.gradient_relative_error = result->backward_relative_error;
-  period.data_parallel = data_parallel_.traffic();
-  period.embedding = embedding_;
+  Read();
+  period.data_parallel = counter_.Total(kDataParallelSync);
+  period.embedding = counter_.Total(kEmbeddingSync);
   meter_.Measure(period, &result->traffic);
 }
 

@@ -1,17 +1,18 @@
 // StepLedger: the one place a step report's bytes (and the link seconds that come with them) are
 // read and differenced. Nothing else in the step loop keeps a baseline or subtracts counters.
 //
-// It reads the counters the transfers keep as they happen, each at the level that knows it:
-//   pipeline link ends (tensor_link.h LinkTotals)   the schedule's frames: raw and wire bytes,
-//                                                   codec and wait seconds, relative errors
-//   the data-parallel sync (DataParallelTraffic)    its own raw (float32 ring all-reduce
-//                                                   equivalent) and wire bytes
-//   the tied-embedding sync (AddEmbedding)          the same, kept here: the sync is stateless
-//   each transport's LinkStats (StepTrafficMeter)   every frame per (peer, kind, direction)
-// They stay apart because they count different things, and the step line's figures are defined
-// on them: the pipeline bytes of StepBytes are the schedule's frames alone, while a link's
-// traffic entry also holds the gradient-norm frames and an evaluation's activations; a sync's
-// raw bytes are what plain float32 would have sent, which no frame shows.
+// Its one counter (traffic_counter.h) holds a TrafficCount per (peer, kind, direction), read from
+// the sources that count as the transfers happen, each at the level that knows it:
+//   pipeline link ends (tensor_link.h)       the schedule's frames, per peer: raw and wire bytes,
+//                                            codec and wait seconds, relative errors
+//   the data-parallel sync (traffic())       its raw (float32 ring all-reduce equivalent) and
+//                                            wire bytes, under kEveryPeer
+//   the tied-embedding sync (AddEmbedding)   the same, counted here: the sync is stateless
+// and the transports' own counters (net/link_stats.h) are read by the StepTrafficMeter
+// (step_traffic.h) into the report's `traffic`, per peer. The views differ because the step
+// line's figures are defined on them: the pipeline bytes of StepBytes are the schedule's frames
+// alone, while a link's traffic entry also holds the gradient-norm frames and an evaluation's
+// activations; a sync's raw bytes are what plain float32 would have sent, which no frame shows.
 //
 // Three periods, closed in this order in every step:
 //   BeginSchedule .. EndSchedule   forward / backward bytes and errors, encode / decode / send /
@@ -35,6 +36,7 @@
 #include "runtime/step_result.h"
 #include "runtime/step_traffic.h"
 #include "runtime/tensor_link.h"
+#include "runtime/traffic_counter.h"
 
 namespace geotrain::runtime {
 
@@ -56,21 +58,20 @@ class StepLedger {
   void EndReport(const DataParallelSettings& data_parallel, StepResult* result);
 
  private:
-  // A link end's cumulative totals (zeros where the stage has no such link).
-  struct EndTotals {
-    LinkTotals to_next, to_prev, from_prev, from_next;
-  };
-  EndTotals ReadEnds() const;
+  // The link ends' and the data-parallel sync's totals into counter_ (the embedding's are
+  // added as they come).
+  void Read();
 
   const StageAssignment& assignment_;
   const PipelineLinkEnds& ends_;
   const DataParallelSync& data_parallel_;
   const bool compressed_embedding_;
   StepTrafficMeter meter_;
-  EndTotals schedule_start_;
-  DataParallelTraffic embedding_;               // cumulative
-  DataParallelTraffic data_parallel_reported_;  // at the last EndStep
-  DataParallelTraffic embedding_reported_;      // at the last EndStep
+  // The keys of the link ends' frames.
+  const TrafficKey to_next_, to_prev_, from_prev_, from_next_;
+  TrafficCounter counter_;         // cumulative
+  TrafficCounter schedule_start_;  // counter_ at BeginSchedule
+  TrafficCounter step_reported_;   // counter_ at the last EndStep
 };
 
 }  // namespace geotrain::runtime

@@ -1,5 +1,7 @@
 // The step line <-> StepLine. One description of the keys (BindStepLine) drives both the writer
 // (JsonWriter) and the reader (JsonReader), as BindJob drives the job YAML's (job_spec.cc).
+// The Python scripts read the lines through scripts/step_lines.py, which mirrors this format
+// (what a step line is, the parts of raw_bytes / wire_bytes): change it with the keys here.
 //
 // A member's type says what its key holds:
 //   int                     an index (rank, stage, replica, a peer's): a non-negative integer

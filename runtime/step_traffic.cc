@@ -3,10 +3,8 @@
 namespace geotrain::runtime {
 namespace {
 
-// Counters only grow; a smaller reading means someone reset them, and then everything since
-// counts.
-uint64_t Since(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
-double Since(double now, double before) { return now >= before ? now - before : now; }
+const TrafficKey kDataParallelSync = TrafficKey::Sync(TrafficKind::kDataParallel);
+const TrafficKey kEmbeddingSync = TrafficKey::Sync(TrafficKind::kEmbedding);
 
 std::optional<double> FastestSmallFrame(const net::LinkCounters& link) {
   std::optional<double> fastest;
@@ -23,16 +21,12 @@ std::optional<double> FastestSmallFrame(const net::LinkCounters& link) {
 // exchange (cocktail's overlap) may move its frames in one period and account for them when it
 // ends, in the next: a period without accounting takes the ratio of everything so far, and 1
 // when there was none yet.
-uint64_t ScaledRaw(uint64_t frame_bytes, const DataParallelTraffic& delta,
-                   const DataParallelTraffic& cumulative) {
-  const DataParallelTraffic& basis = delta.wire_bytes > 0 ? delta : cumulative;
+uint64_t ScaledRaw(uint64_t frame_bytes, const TrafficCount& delta,
+                   const TrafficCount& cumulative) {
+  const TrafficCount& basis = delta.wire_bytes > 0 ? delta : cumulative;
   if (basis.wire_bytes == 0) return frame_bytes;
   const double ratio = static_cast<double>(basis.raw_bytes) / static_cast<double>(basis.wire_bytes);
   return static_cast<uint64_t>(static_cast<double>(frame_bytes) * ratio + 0.5);
-}
-
-DataParallelTraffic Since(const DataParallelTraffic& now, const DataParallelTraffic& before) {
-  return {Since(now.raw_bytes, before.raw_bytes), Since(now.wire_bytes, before.wire_bytes)};
 }
 
 }  // namespace
@@ -79,6 +73,7 @@ StepTrafficMeter::StepTrafficMeter(const StageAssignment& assignment, const Stag
   Add(Group::kDownstream, links.downstream.get(), assignment);
   Add(Group::kDataParallel, links.data_parallel.get(), assignment);
   Add(Group::kEmbedding, links.embedding.get(), assignment);
+  for (const Link& link : links_) Read(link, link.transport->link_stats().Snapshot(), &previous_);
 }
 
 void StepTrafficMeter::Add(Group group, net::Transport* transport,
@@ -87,7 +82,7 @@ void StepTrafficMeter::Add(Group group, net::Transport* transport,
   const int s = assignment.stage;
   const int r = assignment.dp_rank;
   const int last = assignment.num_stages - 1;
-  Link link{group, transport, {}, transport->link_stats().Snapshot()};
+  Link link{group, transport, {}};
   const int size = transport->size();
   for (int peer = 0; peer < size; ++peer) {
     switch (group) {
@@ -110,63 +105,84 @@ void StepTrafficMeter::Add(Group group, net::Transport* transport,
   links_.push_back(std::move(link));
 }
 
+TrafficKey StepTrafficMeter::KeyOf(const Link& link, int peer, bool sent) const {
+  TrafficKey key{link.peers[peer].first, link.peers[peer].second, TrafficKind::kDataParallel, sent};
+  switch (link.group) {
+    case Group::kUpstream:
+    case Group::kDownstream:
+      key.kind = sent == (link.group == Group::kDownstream) ? TrafficKind::kActivation
+                                                            : TrafficKind::kGradient;
+      break;
+    case Group::kDataParallel:
+      break;
+    case Group::kEmbedding:
+      key.kind = TrafficKind::kEmbedding;
+      break;
+  }
+  return key;
+}
+
+void StepTrafficMeter::Read(const Link& link, const std::vector<net::LinkCounters>& counters,
+                            TrafficCounter* counter) const {
+  const int me = link.transport->rank();
+  for (size_t peer = 0; peer < counters.size() && peer < link.peers.size(); ++peer) {
+    if (static_cast<int>(peer) == me) continue;
+    const net::LinkCounters& c = counters[peer];
+    counter->Set(KeyOf(link, static_cast<int>(peer), true),
+                 {c.frames_sent, c.raw_bytes_sent, c.bytes_sent, 0, c.send_seconds, 0});
+    counter->Set(KeyOf(link, static_cast<int>(peer), false),
+                 {c.frames_received, c.raw_bytes_received, c.bytes_received, 0, c.recv_seconds, 0});
+  }
+}
+
 void StepTrafficMeter::Measure(const TrafficPeriod& period, std::vector<LinkTraffic>* traffic) {
   traffic->clear();
-  const DataParallelTraffic dp = Since(period.data_parallel, data_parallel_previous_);
-  const DataParallelTraffic embedding = Since(period.embedding, embedding_previous_);
-  data_parallel_previous_ = period.data_parallel;
-  embedding_previous_ = period.embedding;
+  TrafficCounter now;
+  now.Set(kDataParallelSync, period.data_parallel);
+  now.Set(kEmbeddingSync, period.embedding);
+  const TrafficCount dp = now.Since(previous_, kDataParallelSync);
+  const TrafficCount embedding = now.Since(previous_, kEmbeddingSync);
 
-  static const net::LinkCounters kNothing;
-  for (Link& link : links_) {
-    std::vector<net::LinkCounters> now = link.transport->link_stats().Snapshot();
+  for (const Link& link : links_) {
+    const std::vector<net::LinkCounters> counters = link.transport->link_stats().Snapshot();
+    Read(link, counters, &now);
     const int me = link.transport->rank();
-    for (size_t peer = 0; peer < now.size() && peer < link.peers.size(); ++peer) {
+    for (size_t peer = 0; peer < counters.size() && peer < link.peers.size(); ++peer) {
       if (static_cast<int>(peer) == me) continue;
-      const net::LinkCounters& after = now[peer];
-      const net::LinkCounters& before =
-          peer < link.previous.size() ? link.previous[peer] : kNothing;
-      const std::optional<double> latency = FastestSmallFrame(after);
+      const std::optional<double> latency = FastestSmallFrame(counters[peer]);
       for (const bool sent : {true, false}) {
+        const TrafficKey key = KeyOf(link, static_cast<int>(peer), sent);
+        const TrafficCount gained = now.Since(previous_, key);
+        if (gained.wire_bytes == 0) continue;
         LinkTraffic entry;
-        entry.peer_stage = link.peers[peer].first;
-        entry.peer_replica = link.peers[peer].second;
+        entry.peer_stage = key.peer_stage;
+        entry.peer_replica = key.peer_replica;
+        entry.kind = key.kind;
         entry.sent = sent;
-        entry.wire_bytes = sent ? Since(after.bytes_sent, before.bytes_sent)
-                                : Since(after.bytes_received, before.bytes_received);
-        if (entry.wire_bytes == 0) continue;
-        entry.seconds = sent ? Since(after.send_seconds, before.send_seconds)
-                             : Since(after.recv_seconds, before.recv_seconds);
+        entry.wire_bytes = gained.wire_bytes;
+        entry.seconds = gained.wait_seconds;
         entry.latency_seconds = latency;
-        const uint64_t declared_raw =
-            sent ? Since(after.raw_bytes_sent, before.raw_bytes_sent)
-                 : Since(after.raw_bytes_received, before.raw_bytes_received);
-        switch (link.group) {
-          case Group::kUpstream:
-          case Group::kDownstream: {
-            const bool activation = sent == (link.group == Group::kDownstream);
-            entry.kind = activation ? TrafficKind::kActivation : TrafficKind::kGradient;
-            entry.raw_bytes = declared_raw;
+        switch (key.kind) {
+          case TrafficKind::kActivation:
+          case TrafficKind::kGradient: {
+            const bool activation = key.kind == TrafficKind::kActivation;
+            entry.raw_bytes = gained.raw_bytes;  // as the frames declared it
             if (sent) {
               entry.bits = activation ? period.activation_bits : period.gradient_bits;
+              entry.relative_error =
+                  activation ? period.activation_relative_error : period.gradient_relative_error;
             } else {
               entry.bits = activation
                                ? period.received_activation_bits.value_or(period.activation_bits)
                                : period.received_gradient_bits.value_or(period.gradient_bits);
             }
-            if (sent) {
-              entry.relative_error =
-                  activation ? period.activation_relative_error : period.gradient_relative_error;
-            }
             break;
           }
-          case Group::kDataParallel:
-            entry.kind = TrafficKind::kDataParallel;
+          case TrafficKind::kDataParallel:
             entry.raw_bytes = ScaledRaw(entry.wire_bytes, dp, period.data_parallel);
             entry.bits = period.data_parallel_bits;
             break;
-          case Group::kEmbedding:
-            entry.kind = TrafficKind::kEmbedding;
+          case TrafficKind::kEmbedding:
             entry.raw_bytes = ScaledRaw(entry.wire_bytes, embedding, period.embedding);
             entry.bits = period.embedding_bits;
             break;
@@ -174,8 +190,8 @@ void StepTrafficMeter::Measure(const TrafficPeriod& period, std::vector<LinkTraf
         traffic->push_back(entry);
       }
     }
-    link.previous = std::move(now);
   }
+  previous_ = std::move(now);
 }
 
 }  // namespace geotrain::runtime

@@ -1,11 +1,11 @@
 // StepTrafficMeter: what crossed each of one rank's links between two step reports, per peer,
 // kind and direction, read from the transports' own LinkStats (net/link_stats.h).
 //
-// Each Measure() snapshots the four transports of the rank (stage_links.h) and reports the
-// difference from the previous snapshot, so whatever ran between two reports (an evaluation's
-// activations, the data-parallel flush before a checkpoint, a background exchange) counts in the
-// report that follows it. Group ranks become (stage, replica) as stage_links.h lays the groups
-// out; the kind follows from the group and the direction:
+// Each Measure() reads the four transports of the rank (stage_links.h) into a TrafficCounter
+// (traffic_counter.h) and reports the difference from the previous reading, so whatever ran between
+// two reports (an evaluation's activations, the data-parallel flush before a checkpoint, a
+// background exchange) counts in the report that follows it. Group ranks become (stage, replica) as
+// stage_links.h lays the groups out; the kind follows from the group and the direction:
 //   upstream pair    sent: gradient       received: activation
 //   downstream pair  sent: activation     received: gradient
 //   data_parallel    data_parallel        embedding group  embedding
@@ -35,6 +35,7 @@
 #include "runtime/stage_assignment.h"
 #include "runtime/stage_links.h"
 #include "runtime/step_result.h"
+#include "runtime/traffic_counter.h"
 
 namespace geotrain::runtime {
 
@@ -65,8 +66,8 @@ struct TrafficPeriod {
   double gradient_relative_error = 0;    // mean over the gradient frames this rank sent
   // Cumulative raw (float32-equivalent) and wire bytes by the syncs' own accounting; their
   // ratio over the period scales the collectives' frame bytes.
-  DataParallelTraffic data_parallel;
-  DataParallelTraffic embedding;
+  TrafficCount data_parallel;
+  TrafficCount embedding;
 };
 
 class StepTrafficMeter {
@@ -87,14 +88,17 @@ class StepTrafficMeter {
     Group group;
     net::Transport* transport;
     std::vector<std::pair<int, int>> peers;  // (stage, replica) by group rank
-    std::vector<net::LinkCounters> previous;
   };
 
   void Add(Group group, net::Transport* transport, const StageAssignment& assignment);
+  // The key of group rank `peer`'s frames in direction `sent` (see the table above).
+  TrafficKey KeyOf(const Link& link, int peer, bool sent) const;
+  // Sets each peer's counters of `link` (a snapshot of its transport) into *counter.
+  void Read(const Link& link, const std::vector<net::LinkCounters>& counters,
+            TrafficCounter* counter) const;
 
   std::vector<Link> links_;
-  DataParallelTraffic data_parallel_previous_;
-  DataParallelTraffic embedding_previous_;
+  TrafficCounter previous_;  // the transports and the syncs at the previous Measure
 };
 
 }  // namespace geotrain::runtime

@@ -16,9 +16,10 @@
 // each tensor to the host and the receiver each to the device, through a pinned buffer per link
 // direction (host_staging.h).
 //
-// Both keep LinkCounters-like totals for the step reports: raw and wire bytes, and the seconds the
-// calling thread spent encoding / decoding and waiting. Neither is thread-safe beyond that one
-// background thread; each link end belongs to the stage's training thread.
+// Both keep the TrafficCount (traffic_counter.h) of their frames for the step reports: raw and
+// wire bytes, and the seconds the calling thread spent encoding / decoding and waiting. Neither is
+// thread-safe beyond that one background thread; each link end belongs to the stage's training
+// thread.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -37,27 +38,9 @@
 #include "runtime/host_staging.h"
 #include "runtime/micro_batch_message.h"
 #include "runtime/trace_writer.h"
+#include "runtime/traffic_counter.h"
 
 namespace geotrain::runtime {
-
-struct LinkTotals {
-  uint64_t raw_bytes = 0;   // tensors as held (elements x dtype size)
-  uint64_t wire_bytes = 0;  // messages as sent or received
-  double codec_seconds = 0;
-  double wait_seconds = 0;        // blocked on the transport (receiving, or flushing sends)
-  double relative_error_sum = 0;  // sender: Σ of each frame's ||x - x̂|| / ||x||
-  uint64_t frames = 0;
-
-  // What happened between two readings of the same link's totals.
-  LinkTotals operator-(const LinkTotals& before) const {
-    return {raw_bytes - before.raw_bytes,
-            wire_bytes - before.wire_bytes,
-            codec_seconds - before.codec_seconds,
-            wait_seconds - before.wait_seconds,
-            relative_error_sum - before.relative_error_sum,
-            frames - before.frames};
-  }
-};
 
 class TensorSender {
  public:
@@ -93,7 +76,7 @@ class TensorSender {
   // codec runs there when it has kernels in this build.
   Status set_device(const at::Device& device);
 
-  const LinkTotals& totals() const { return totals_; }
+  const TrafficCount& totals() const { return totals_; }
   // Records "encode" and (on the send thread) "send" spans per message in `trace`, which must
   // outlive us.
   void set_trace(TraceWriter* trace) { trace_ = trace; }
@@ -113,7 +96,7 @@ class TensorSender {
   std::unique_ptr<compression::DeviceTensorEncoder> device_encoder_;  // set_device's, or null
   DeviceToHostStaging staging_;
   std::vector<uint8_t> frame_;
-  LinkTotals totals_;
+  TrafficCount totals_;
   TraceWriter* trace_ = nullptr;
 
   struct Queued {
@@ -147,7 +130,7 @@ class TensorReceiver {
   // are decoded there (device_codecs.h), the others on the host and copied.
   Status set_device(at::Device device);
 
-  const LinkTotals& totals() const { return totals_; }
+  const TrafficCount& totals() const { return totals_; }
   // Records "recv" and "decode" spans per message in `trace`, which must outlive us.
   void set_trace(TraceWriter* trace) { trace_ = trace; }
 
@@ -164,7 +147,7 @@ class TensorReceiver {
   std::unique_ptr<compression::DeviceTensorDecoder> device_decoder_;  // set_device's, or null
   std::unique_ptr<HostToDeviceStaging> staging_;                      // set_device's; null: the CPU
   std::vector<uint8_t> message_;
-  LinkTotals totals_;
+  TrafficCount totals_;
   TraceWriter* trace_ = nullptr;
 };
 

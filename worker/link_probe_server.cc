@@ -11,18 +11,18 @@
 #include <cerrno>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/io/host_port.h"
 #include "worker/link_probe_protocol.h"
 
 namespace geotrain::worker {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using probe::SocketFd;
 
 // The most a malformed header is warned about: once a minute, so a port scanner cannot fill the
 // log.
-constexpr std::chrono::seconds kBadRequestLogInterval{60};
+constexpr int64_t kBadRequestLogIntervalMs = 60'000;
 constexpr size_t kBulkReadBytes = 256 * 1024;
 
 std::string PeerName(const sockaddr_storage& address) {
@@ -221,8 +221,8 @@ void LinkProbeServer::Serve(Connection* connection, const std::string& peer) {
 void LinkProbeServer::LogBadRequest(const std::string& peer, const std::string& why) {
   ++bad_requests_;
   std::lock_guard<std::mutex> lock(mu_);
-  const Clock::time_point now = Clock::now();
-  if (last_bad_log_ != Clock::time_point{} && now - last_bad_log_ < kBadRequestLogInterval) {
+  const int64_t now = RealClock().NowMonotonicMs();
+  if (last_bad_log_ms_ && now - *last_bad_log_ms_ < kBadRequestLogIntervalMs) {
     ++unlogged_bad_;
     spdlog::debug("link probe from {} refused: {}", peer, why);
     return;
@@ -231,7 +231,7 @@ void LinkProbeServer::LogBadRequest(const std::string& peer, const std::string& 
       "link probe from {} refused: {} (not a geotrain probe client of this version?){}", peer, why,
       unlogged_bad_ > 0 ? "; " + std::to_string(unlogged_bad_) + " more since the last warning"
                         : std::string());
-  last_bad_log_ = now;
+  last_bad_log_ms_ = now;
   unlogged_bad_ = 0;
 }
 

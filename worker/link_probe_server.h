@@ -18,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -74,7 +75,7 @@ class LinkProbeServer {
 
   std::mutex mu_;
   std::list<Connection> connections_;
-  std::chrono::steady_clock::time_point last_bad_log_{};
+  std::optional<int64_t> last_bad_log_ms_;  // monotonic (common/clock.h); unset: never logged
   uint64_t unlogged_bad_ = 0;
 
   std::atomic<uint64_t> busy_refusals_{0};

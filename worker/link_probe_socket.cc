@@ -13,10 +13,10 @@
 #include <cstring>
 #include <memory>
 
+#include "common/clock.h"
+
 namespace geotrain::worker::probe {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct AddrInfoDeleter {
   void operator()(addrinfo* info) const { ::freeaddrinfo(info); }
@@ -55,13 +55,12 @@ Status ConnectWithin(int fd, const sockaddr* address, socklen_t length,
   }
   if (::connect(fd, address, length) != 0) {
     if (errno != EINPROGRESS) return Unavailable(ErrnoText(errno));
-    const Clock::time_point deadline = Clock::now() + timeout;
+    const int64_t deadline = RealClock().NowMonotonicMs() + timeout.count();
     while (true) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return DeadlineExceeded("connect " + TimedOut(timeout));
+      const int64_t left = deadline - RealClock().NowMonotonicMs();
+      if (left <= 0) return DeadlineExceeded("connect " + TimedOut(timeout));
       pollfd waiting{fd, POLLOUT, 0};
-      const int ready = ::poll(&waiting, 1, static_cast<int>(left.count()));
+      const int ready = ::poll(&waiting, 1, static_cast<int>(left));
       if (ready < 0 && errno == EINTR) continue;
       if (ready < 0) return Internal("poll: " + ErrnoText(errno));
       if (ready == 0) continue;

@@ -13,12 +13,15 @@
 #include <cstring>
 #include <set>
 
+#include "common/clock.h"
+
 extern char** environ;
 
 namespace geotrain::worker {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Deadlines of stopping and draining are on monotonic time (common/clock.h).
+int64_t NowMs() { return RealClock().NowMonotonicMs(); }
 
 // What the child reports through the exec-error pipe when it cannot become the program.
 struct ExecFailure {
@@ -248,7 +251,7 @@ void TaskProcess::Stop(std::chrono::milliseconds grace) {
     std::lock_guard<std::mutex> lock(mu_);
     if (reaped_) return;
     stop_requested_ = true;
-    const Clock::time_point deadline = Clock::now() + std::max(grace, std::chrono::milliseconds(0));
+    const int64_t deadline = NowMs() + std::max<int64_t>(grace.count(), 0);
     if (!kill_at_ || deadline < *kill_at_) kill_at_ = deadline;
     if (grace.count() > 0) {
       ::kill(-pid_, SIGTERM);
@@ -279,7 +282,7 @@ void TaskProcess::Wake() {
 
 void TaskProcess::KillIfDue() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (reaped_ || killed_ || !kill_at_ || Clock::now() < *kill_at_) return;
+  if (reaped_ || killed_ || !kill_at_ || NowMs() < *kill_at_) return;
   ::kill(-pid_, SIGKILL);
   killed_ = true;
 }
@@ -313,29 +316,28 @@ void TaskProcess::Reap() {
 void TaskProcess::Monitor() {
   LineReader readers[2] = {LineReader(stdout_fd_, OutputStream::kStdout),
                            LineReader(stderr_fd_, OutputStream::kStderr)};
-  std::optional<Clock::time_point> drain_until;
+  std::optional<int64_t> drain_until;  // monotonic ms
   while (true) {
     bool reaped;
-    std::optional<Clock::time_point> kill_at;
+    std::optional<int64_t> kill_at;
     {
       std::lock_guard<std::mutex> lock(mu_);
       reaped = reaped_;
       if (!killed_) kill_at = kill_at_;
     }
-    if (reaped && !drain_until) drain_until = Clock::now() + kDrainAfterExit;
+    if (reaped && !drain_until) drain_until = NowMs() + kDrainAfterExit.count();
     if (reaped && !readers[0].open() && !readers[1].open()) break;
-    if (drain_until && Clock::now() >= *drain_until) {
+    if (drain_until && NowMs() >= *drain_until) {
       for (LineReader& reader : readers) reader.Finish(on_line_);
       break;
     }
 
-    std::optional<Clock::time_point> next;
+    std::optional<int64_t> next;
     if (!reaped && kill_at) next = kill_at;
     if (drain_until) next = next ? std::min(*next, *drain_until) : *drain_until;
     int timeout_ms = -1;
     if (next) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now()).count();
+      const int64_t left = *next - NowMs();
       timeout_ms = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60000));
     }
     pollfd fds[3] = {

@@ -104,7 +104,7 @@ class TaskProcess {
   mutable std::mutex mu_;
   std::condition_variable ended_cv_;
   bool stop_requested_ = false;
-  std::optional<std::chrono::steady_clock::time_point> kill_at_;
+  std::optional<int64_t> kill_at_;  // monotonic ms (common/clock.h)
   bool killed_ = false;
   bool reaped_ = false;
   bool ended_ = false;

@@ -7,12 +7,17 @@ tokens_per_s is the job's: every replica's tokens of a step (read on its last st
 step's seconds (the slowest replica's), summed over the steps after the first N (warm-up,
 uncompressed steps and first visits of the delta cache), divided by their seconds.
 wire_bytes_per_step sums every rank's sent bytes (activations, gradients, data-parallel,
-embedding) per measured step. Needs only the standard library.
+embedding) per measured step. Reads the step lines with scripts/step_lines.py. Needs only the
+standard library.
 """
 import argparse
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import step_lines  # noqa: E402  (scripts/step_lines.py)
 
 
 def main():
@@ -28,12 +33,8 @@ def main():
     last_stage = 0
     for path in args.logs:
         with open(path) as f:
-            for text in f:
-                text = text.strip()
-                if not text.startswith("{"):
-                    continue
-                line = json.loads(text)
-                if "step" not in line or "tokens" not in line:
+            for line in step_lines.read_step_lines(f):
+                if "tokens" not in line:
                     continue
                 steps.setdefault(line["step"], []).append(line)
                 last_stage = max(last_stage, line["stage"])
@@ -49,7 +50,7 @@ def main():
         slowest = max(l["step_seconds"] for l in lines)
         seconds += slowest
         step_seconds.append(slowest)
-        wire += sum(sum(l["wire_bytes"].values()) for l in lines)
+        wire += sum(step_lines.wire_bytes_sent(l) for l in lines)
         last_losses = [l["loss"] for l in lines if "loss" in l]
     report = {
         "bench": "gpu-pipeline",

@@ -116,8 +116,9 @@ TEST_F(ControlTlsTest, SubmitsWithTheAdminTokenFromTheEnvironment) {
 TEST_F(ControlTlsTest, WithoutTheAdminTokenItIsRefusedWithItsOwnExitCode) {
   control_.credentials.tls_ca = In(auth::kCaCertFile);
   EXPECT_EQ(Submit(), kExitUnauthenticated);
-  EXPECT_NE(err_.str().find("UNAUTHENTICATED: admin token missing or wrong"), std::string::npos)
-      << err_.str();
+  // The code leads the message, before what the command was doing.
+  EXPECT_NE(err_.str().find("geotrain: UNAUTHENTICATED: "), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("admin token missing or wrong"), std::string::npos) << err_.str();
   EXPECT_NE(err_.str().find("GEOTRAIN_ADMIN_TOKEN_FILE"), std::string::npos);
   // The join token is not the admin token.
   err_.str("");
@@ -154,8 +155,15 @@ TEST(ControlCredentialsTest, FlagsWinOverTheEnvironmentAndMustCombine) {
 
 TEST(ControlCredentialsTest, UnauthenticatedHasItsOwnExitCode) {
   std::ostringstream err;
-  EXPECT_EQ(ReportFailure(FailedPrecondition("UNAUTHENTICATED: admin token missing or wrong"), err),
+  EXPECT_EQ(ReportFailure(Unauthenticated("admin token missing or wrong"), err),
             kExitUnauthenticated);
+  EXPECT_EQ(
+      ReportFailure(
+          Unauthenticated("admin token missing or wrong").WithContext("submitting job.yaml"), err),
+      kExitUnauthenticated);
+  // The code decides, not the text.
+  EXPECT_EQ(ReportFailure(FailedPrecondition("UNAUTHENTICATED: admin token missing or wrong"), err),
+            kExitFailure);
   EXPECT_EQ(ReportFailure(FailedPrecondition("job-1 already ended"), err), kExitFailure);
 }
 

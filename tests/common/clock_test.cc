@@ -37,6 +37,25 @@ TEST(RealClockTest, UnixTimeIsTheSystemClockAndSleepWaitsOnTheMonotonicOne) {
   EXPECT_EQ(&RealClock(), &clock);  // one for the whole process
 }
 
+TEST(RealClockTest, NanosecondsShareTheMillisecondsOrigin) {
+  Clock& clock = RealClock();
+  const int64_t ms_before = clock.NowMonotonicMs();
+  const int64_t ns = clock.NowMonotonicNs();
+  const int64_t ms_after = clock.NowMonotonicMs();
+  EXPECT_LE(ms_before, ns / 1'000'000);
+  EXPECT_LE(ns / 1'000'000, ms_after);
+  // Finer than milliseconds: some reading is not a whole number of them.
+  int64_t reading = ns;
+  for (int i = 0; i < 100 && reading % 1'000'000 == 0; ++i) reading = clock.NowMonotonicNs();
+  EXPECT_NE(reading % 1'000'000, 0);
+}
+
+TEST(ManualClockTest, NanosecondsAreItsMilliseconds) {
+  ManualClock clock;
+  clock.AdvanceMs(7);
+  EXPECT_EQ(clock.NowMonotonicNs(), clock.NowMonotonicMs() * 1'000'000);
+}
+
 TEST(ManualClockTest, TimePassingMovesBothScales) {
   ManualClock clock(1'000);
   EXPECT_EQ(clock.NowUnixMs(), 1'000);

@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -59,11 +60,11 @@ int WorkerOfRank(ControlCluster& cluster, const nlohmann::json& job, size_t rank
   return cluster.WorkerIndexOf(job["placements"][rank].value("worker_id", ""));
 }
 
-// The newest step line worker `index` logged for `generation`; null when none yet.
-nlohmann::json NewestStepLine(ControlCluster& cluster, int index) {
-  nlohmann::json newest;
-  for (nlohmann::json& line : cluster.StepLines(index)) {
-    if (newest.is_null() || JsonInt(line["step"]) > JsonInt(newest["step"])) newest = line;
+// The newest step line worker `index` logged; none yet: nullopt.
+std::optional<runtime::StepLine> NewestStepLine(ControlCluster& cluster, int index) {
+  std::optional<runtime::StepLine> newest;
+  for (runtime::StepLine& line : cluster.StepLines(index)) {
+    if (!newest || line.result.step > newest->result.step) newest = std::move(line);
   }
   return newest;
 }
@@ -72,16 +73,16 @@ nlohmann::json NewestStepLine(ControlCluster& cluster, int index) {
 // of a step (0 to 1.5 step times), so the fault lands anywhere in the steps that follow:
 // computing, sending, or writing a checkpoint.
 bool WaitForSeededPoint(ControlCluster& cluster, int index, int64_t step, std::mt19937* random) {
-  nlohmann::json line;
+  std::optional<runtime::StepLine> line;
   if (!WaitUntil(
           [&] {
             line = NewestStepLine(cluster, index);
-            return !line.is_null() && JsonInt(line["step"]) >= step;
+            return line && line->result.step >= step;
           },
           seconds(240))) {
     return false;
   }
-  const double step_seconds = line.value("step_seconds", 1.0);
+  const double step_seconds = line->result.step_seconds;
   std::uniform_real_distribution<double> fraction(0.0, 1.5);
   std::this_thread::sleep_for(
       milliseconds(static_cast<int64_t>(1000 * step_seconds * fraction(*random))));
@@ -377,8 +378,8 @@ TEST(Chaos, FullCheckpointDiskKeepsTrainingAndTheOlderCheckpoint) {
   ASSERT_TRUE(WaitUntil(
       [&] {
         for (int i = 0; i < cluster.num_workers(); ++i) {
-          for (const nlohmann::json& line : cluster.StepLines(i)) {
-            if (line.contains("checkpoint_error")) error = line["checkpoint_error"];
+          for (const runtime::StepLine& line : cluster.StepLines(i)) {
+            if (!line.result.checkpoint_error.empty()) error = line.result.checkpoint_error;
           }
         }
         return !error.empty();

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/step_line.h"
 #include "tests/testing/files_and_ports.h"
 #include "tests/testing/temp_dir.h"
 
@@ -315,20 +316,20 @@ class ControlCluster {
   // The task processes worker `index` runs now (its children that are not zombies).
   std::vector<pid_t> TaskChildren(int index) { return ChildrenOf(worker(index).pid()); }
 
-  // The step lines (runtime/step_line.h) in the task logs of worker `index`
-  // (WORK_DIR/tasks/*/task.log), every generation's, in no particular order across tasks.
-  std::vector<nlohmann::json> StepLines(int index) const {
-    std::vector<nlohmann::json> lines;
+  // The step lines in the task logs of worker `index` (WORK_DIR/tasks/*/task.log), every
+  // generation's, in no particular order across tasks, read as the worker reads them
+  // (runtime/step_line.h); log lines and lines that do not read are left out.
+  std::vector<runtime::StepLine> StepLines(int index) const {
+    std::vector<runtime::StepLine> lines;
     const std::string tasks = dir() + "/worker-" + std::to_string(index) + "/tasks";
     DIR* listing = ::opendir(tasks.c_str());
     if (listing == nullptr) return lines;
     while (dirent* entry = ::readdir(listing)) {
       if (entry->d_name[0] == '.') continue;
       std::istringstream log(ReadFile(tasks + "/" + entry->d_name + "/task.log"));
-      for (std::string line; std::getline(log, line);) {
-        if (line.empty() || line[0] != '{') continue;
-        nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (json.is_object() && json.contains("step")) lines.push_back(std::move(json));
+      for (std::string text; std::getline(log, text);) {
+        StatusOr<runtime::StepLine> line = runtime::ParseStepLine(text);
+        if (line.ok()) lines.push_back(std::move(*line));
       }
     }
     ::closedir(listing);

@@ -1,5 +1,5 @@
-// The coordinator core driven directly: real SQLite state in a temp dir, the real KvStore, a
-// ManualClock, and recording sessions in place of gRPC streams.
+// The coordinator core driven directly (tests/coordinator/core_test_fixture.h): real SQLite state
+// in a temp dir, the real KvStore, a ManualClock, and recording sessions in place of gRPC streams.
 #include "coordinator/coordinator_core.h"
 
 #include <gtest/gtest.h>
@@ -10,47 +10,18 @@
 
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
-#include "tests/coordinator/coordinator_test_support.h"
-#include "tests/testing/manual_clock.h"
+#include "tests/coordinator/core_test_fixture.h"
 
 namespace geotrain::coordinator {
 namespace {
 
-using geotrain::testing::ManualClock;
+using testing::CoreTest;
+using testing::kStart;
 using testing::RecordingSession;
-using testing::TempDir;
 using testing::TinyJobYaml;
 
-constexpr int64_t kStart = 1'700'000'000'000;
-
-class CoordinatorCoreTest : public ::testing::Test {
+class CoordinatorCoreTest : public CoreTest {
  protected:
-  void SetUp() override { StartCore(); }
-
-  void StartCore() {
-    auto store = OpenSqliteStateStore(dir_.path());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-    scopes_ = KvStoreScopes(&kv_);
-    CoordinatorOptions options;
-    options.heartbeat_interval_ms = 1000;
-    options.heartbeat_timeout_ms = 10000;
-    options.stop_timeout_ms = 30000;
-    options.reattach_grace_ms = reattach_grace_ms_;
-    auto core = CoordinatorCore::Create(options, store_.get(), scopes_.get(), &clock_);
-    ASSERT_TRUE(core.ok()) << core.status().ToString();
-    core_ = std::move(*core);
-  }
-
-  // What a killed coordinator leaves: the state dir. Sessions die with it.
-  void RestartCore() {
-    core_.reset();
-    store_.reset();
-    sessions_.clear();
-    session_ids_.clear();
-    StartCore();
-  }
-
   std::string Register(const std::string& region, const std::string& id = "") {
     v1::RegisterRequest request;
     request.set_worker_id(id);
@@ -65,35 +36,16 @@ class CoordinatorCoreTest : public ::testing::Test {
 
   RecordingSession& Connect(const std::string& worker_id,
                             const std::vector<v1::TaskStatus>& tasks = {}) {
-    v1::SessionHello hello;
-    hello.set_worker_id(worker_id);
-    for (const v1::TaskStatus& task : tasks) *hello.add_tasks() = task;
-    auto session = std::make_shared<RecordingSession>();
-    auto id = core_->OpenSession(hello, session);
+    auto id = OpenSession(worker_id, tasks);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
-    sessions_[worker_id] = session;
-    session_ids_[worker_id] = *id;
-    return *session;
-  }
-
-  Status Send(const std::string& worker_id, const v1::WorkerMessage& message) {
-    return core_->HandleWorkerMessage(worker_id, session_ids_[worker_id], message);
+    if (!id.ok()) sessions_[worker_id] = std::make_shared<RecordingSession>();
+    return *sessions_[worker_id];
   }
 
   void Heartbeat(const std::string& worker_id) {
     v1::WorkerMessage message;
     message.mutable_heartbeat()->set_unix_ms(clock_.NowUnixMs());
     ASSERT_TRUE(Send(worker_id, message).ok());
-  }
-
-  static v1::TaskStatus Task(const v1::Assignment& a, v1::TaskState state) {
-    v1::TaskStatus task;
-    task.set_job_id(a.job_id());
-    task.set_generation(a.generation());
-    task.set_stage(a.stage());
-    task.set_replica(a.replica());
-    task.set_state(state);
-    return task;
   }
 
   void ReportTask(const std::string& worker_id, const v1::Assignment& a, v1::TaskState state,
@@ -108,14 +60,8 @@ class CoordinatorCoreTest : public ::testing::Test {
 
   // The step report of assignment `a`'s rank (the last stage's carries a loss).
   v1::WorkerMessage StepMessage(const v1::Assignment& a, int64_t step, bool checkpointed = false) {
-    v1::WorkerMessage message;
-    v1::StepReport* report = message.mutable_steps()->add_reports();
-    report->set_job_id(a.job_id());
-    report->set_generation(a.generation());
-    report->set_stage(a.stage());
-    report->set_replica(a.replica());
-    report->set_step(step);
-    report->set_step_seconds(0.5);
+    v1::WorkerMessage message = StepReportMessage(a, step);
+    v1::StepReport* report = message.mutable_steps()->mutable_reports(0);
     report->set_checkpointed(checkpointed);
     if (a.stage() == num_stages_ - 1) report->set_loss(10.0 - static_cast<double>(step));
     return message;
@@ -193,16 +139,7 @@ class CoordinatorCoreTest : public ::testing::Test {
     return texts;
   }
 
-  TempDir dir_;
-  ManualClock clock_{kStart};
-  KvStore kv_;
-  std::unique_ptr<RendezvousScopes> scopes_;
-  std::unique_ptr<StateStore> store_;
-  std::unique_ptr<CoordinatorCore> core_;
-  std::map<std::string, std::shared_ptr<RecordingSession>> sessions_;
-  std::map<std::string, uint64_t> session_ids_;
   int num_stages_ = 1;
-  int64_t reattach_grace_ms_ = 10000;  // = the heartbeat timeout unless a test raises it
 };
 
 TEST_F(CoordinatorCoreTest, JobRunsToSuccess) {

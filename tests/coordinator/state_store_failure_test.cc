@@ -19,7 +19,7 @@
 #include "coordinator/coordinator_service.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
-#include "tests/coordinator/coordinator_test_support.h"
+#include "tests/coordinator/core_test_fixture.h"
 #include "tests/coordinator/fault_injecting_state_store.h"
 #include "tests/testing/manual_clock.h"
 
@@ -27,46 +27,34 @@ namespace geotrain::coordinator {
 namespace {
 
 using geotrain::testing::ManualClock;
+using testing::CoreTest;
 using testing::FaultInjectingStateStore;
+using testing::kStart;
 using testing::RecordingSession;
 using testing::TempDir;
 using testing::TinyJobYaml;
 
-constexpr int64_t kStart = 1'700'000'000'000;
 // What SQLite says when the disk is full, as the store reports it.
 constexpr char kDiskFull[] = "coordinator.db: executing \"INSERT\": database or disk is full";
 
 Status DiskFull() { return Internal(kDiskFull); }
 
-class StateStoreFailureTest : public ::testing::Test {
+class StateStoreFailureTest : public CoreTest {
  protected:
-  void SetUp() override { StartCore(); }
-
-  void StartCore() {
-    auto store = OpenSqliteStateStore(dir_.path());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    sqlite_ = std::move(*store);
-    faulty_ = std::make_unique<FaultInjectingStateStore>(sqlite_.get());
-    scopes_ = KvStoreScopes(&kv_);
-    CoordinatorOptions options;
-    options.heartbeat_interval_ms = 1000;
-    options.heartbeat_timeout_ms = 10000;
-    options.reattach_grace_ms = 10000;
-    auto core = CoordinatorCore::Create(options, faulty_.get(), scopes_.get(), &clock_);
-    ASSERT_TRUE(core.ok()) << core.status().ToString();
-    core_ = std::move(*core);
+  StateStore* WrapStore(StateStore* sqlite) override {
+    faulty_ = std::make_unique<FaultInjectingStateStore>(sqlite);
+    return faulty_.get();
+  }
+  void StartCore() override {
+    CoreTest::StartCore();
     service_ = std::make_unique<CoordinatorService>(core_.get(), faulty_.get());
   }
-
   // What a killed coordinator leaves: the state dir, with no fault injected any more.
-  void RestartCore() {
+  void StopCore() override {
     service_.reset();
     core_.reset();
     faulty_.reset();
-    sqlite_.reset();
-    sessions_.clear();
-    session_ids_.clear();
-    StartCore();
+    CoreTest::StopCore();
   }
 
   StatusOr<v1::RegisterResponse> Register(const std::string& id = "") {
@@ -76,29 +64,13 @@ class StateStoreFailureTest : public ::testing::Test {
     return core_->Register(request);
   }
 
-  StatusOr<uint64_t> Connect(const std::string& worker_id) {
-    v1::SessionHello hello;
-    hello.set_worker_id(worker_id);
-    auto session = std::make_shared<RecordingSession>();
-    StatusOr<uint64_t> id = core_->OpenSession(hello, session);
-    if (id.ok()) {
-      sessions_[worker_id] = session;
-      session_ids_[worker_id] = *id;
-    }
-    return id;
-  }
-
   // Registers and connects a worker; returns its id.
   std::string AddWorker() {
     StatusOr<v1::RegisterResponse> registered = Register();
     EXPECT_TRUE(registered.ok()) << registered.status().ToString();
-    StatusOr<uint64_t> session = Connect(registered->worker_id());
+    StatusOr<uint64_t> session = OpenSession(registered->worker_id());
     EXPECT_TRUE(session.ok()) << session.status().ToString();
     return registered->worker_id();
-  }
-
-  Status Send(const std::string& worker_id, const v1::WorkerMessage& message) {
-    return core_->HandleWorkerMessage(worker_id, session_ids_[worker_id], message);
   }
 
   StatusOr<v1::Job> Submit(int stages, int replicas) {
@@ -119,25 +91,13 @@ class StateStoreFailureTest : public ::testing::Test {
 
   static v1::WorkerMessage TaskMessage(const v1::Assignment& a, v1::TaskState state) {
     v1::WorkerMessage message;
-    v1::TaskStatus* task = message.mutable_task();
-    task->set_job_id(a.job_id());
-    task->set_generation(a.generation());
-    task->set_stage(a.stage());
-    task->set_replica(a.replica());
-    task->set_state(state);
+    *message.mutable_task() = Task(a, state);
     return message;
   }
 
   static v1::WorkerMessage StepMessage(const v1::Assignment& a, int64_t step) {
-    v1::WorkerMessage message;
-    v1::StepReport* report = message.mutable_steps()->add_reports();
-    report->set_job_id(a.job_id());
-    report->set_generation(a.generation());
-    report->set_stage(a.stage());
-    report->set_replica(a.replica());
-    report->set_step(step);
-    report->set_step_seconds(0.5);
-    report->set_loss(3.0);
+    v1::WorkerMessage message = StepReportMessage(a, step);
+    message.mutable_steps()->mutable_reports(0)->set_loss(3.0);
     return message;
   }
 
@@ -192,16 +152,8 @@ class StateStoreFailureTest : public ::testing::Test {
         << call << ": " << status.ToString();
   }
 
-  TempDir dir_;
-  ManualClock clock_{kStart};
-  KvStore kv_;
-  std::unique_ptr<RendezvousScopes> scopes_;
-  std::unique_ptr<StateStore> sqlite_;
   std::unique_ptr<FaultInjectingStateStore> faulty_;
-  std::unique_ptr<CoordinatorCore> core_;
   std::unique_ptr<CoordinatorService> service_;
-  std::map<std::string, std::shared_ptr<RecordingSession>> sessions_;
-  std::map<std::string, uint64_t> session_ids_;
 };
 
 TEST_F(StateStoreFailureTest, TheFaultInjectingStoreFailsTheChosenWritesOnly) {
@@ -254,7 +206,7 @@ TEST_F(StateStoreFailureTest, AFailedWriteRefusesEveryChangeAndKeepsAnsweringRea
   ExpectRefused(core_->CancelJob(queued->id()).status(), "CancelJob");
   ExpectRefused(Register().status(), "Register (new)");
   ExpectRefused(Register(idle).status(), "Register (again)");
-  ExpectRefused(Connect(idle).status(), "OpenSession");
+  ExpectRefused(OpenSession(idle).status(), "OpenSession");
   ExpectRefused(Send(busy, TaskMessage(running, v1::TASK_STATE_SUCCEEDED)), "TaskStatus");
   ExpectRefused(Send(busy, StepMessage(running, 1)), "StepReports");
   v1::WorkerMessage logs;
@@ -346,7 +298,7 @@ TEST_F(StateStoreFailureTest, ACancelWhoseWriteFailedIsNeitherAcknowledgedNorDon
   EXPECT_TRUE(sessions_[worker]->Take().empty());
   RestartCore();
   EXPECT_EQ(StateOf(running.job_id()), v1::JOB_STATE_RUNNING);
-  auto events = sqlite_->EventsAfter(running.job_id(), 0, 100);
+  auto events = store_->EventsAfter(running.job_id(), 0, 100);
   ASSERT_TRUE(events.ok());
   for (const v1::JobEvent& event : *events) {
     EXPECT_EQ(event.text().find("cancel"), std::string::npos) << event.text();
@@ -372,7 +324,7 @@ TEST_F(StateStoreFailureTest, APlacementWhoseWriteFailedSendsNoAssignment) {
 
   RestartCore();
   EXPECT_EQ(StateOf(queued->id()), v1::JOB_STATE_QUEUED);
-  ASSERT_TRUE(Connect(worker).ok());
+  ASSERT_TRUE(OpenSession(worker).ok());
   core_->Tick();
   EXPECT_EQ(TakeAssignment(worker).generation(), 1u);
 }
@@ -387,7 +339,7 @@ TEST_F(StateStoreFailureTest, AStepWhoseWriteFailedEndsTheSessionWithTheReason) 
       << core_->StateStoreFailure();
   EXPECT_EQ(StoreFailedSample(), "1");
   RestartCore();
-  auto steps = sqlite_->StepsAfter(running.job_id(), 0);
+  auto steps = store_->StepsAfter(running.job_id(), 0);
   ASSERT_TRUE(steps.ok());
   EXPECT_TRUE(steps->empty());
 }

@@ -159,7 +159,7 @@ TEST(DataParallelAllReduceTest, AveragesExactlyAndIdentically) {
       EXPECT_TRUE(at::equal(set.replicas[r].Tensors()[i].grad(), first)) << "rank " << r;
     }
   }
-  const DataParallelTraffic traffic = set.replicas[0].sync->traffic();
+  const TrafficCount traffic = set.replicas[0].sync->traffic();
   EXPECT_EQ(traffic.raw_bytes, 2 * 2 * 4 * 25 / 3 + 2 * 2 * 4 * 21 / 3);
   EXPECT_GT(traffic.wire_bytes, 0u);
 }
@@ -214,7 +214,7 @@ TEST(DataParallelPowerSgdTest, ReproducesRankTwoMeanInOneStep) {
     EXPECT_TRUE(at::equal(params[0].grad(), set.replicas[0].Tensors()[0].grad()));
     EXPECT_TRUE(at::equal(params[1].grad(), set.replicas[0].Tensors()[1].grad()));
   }
-  const DataParallelTraffic traffic = set.replicas[0].sync->traffic();
+  const TrafficCount traffic = set.replicas[0].sync->traffic();
   EXPECT_EQ(traffic.raw_bytes, 4u * (16 * 12 + 12));
   EXPECT_LT(traffic.wire_bytes, traffic.raw_bytes / 2);  // P [16, 2] and Q [12, 2]
 }
@@ -313,7 +313,7 @@ TEST(DataParallelCocktailTest, SendsFarFewerBytesThanAnAllReduce) {
   ReplicaSet set(2, layout, CocktailSettings(false));
   set.Perturb(3, 1e-3);
   ExpectAllOk(OnEachRank(2, [&](int r) { return set.replicas[r].sync->AfterUpdate(1, true); }));
-  const DataParallelTraffic traffic = set.replicas[0].sync->traffic();
+  const TrafficCount traffic = set.replicas[0].sync->traffic();
   EXPECT_EQ(traffic.raw_bytes, 4u * 1024 * 1024);
   ASSERT_GT(traffic.wire_bytes, 0u);
   const double ratio = static_cast<double>(traffic.raw_bytes) / traffic.wire_bytes;
@@ -432,7 +432,7 @@ TEST(DataParallelQuantizedMomentumTest, AveragesFirstMomentsAtEightBits) {
       EXPECT_TRUE(at::equal(set.replicas[r].optimizer->first_moments()[i], first)) << "rank " << r;
     }
   }
-  const DataParallelTraffic traffic = set.replicas[0].sync->traffic();
+  const TrafficCount traffic = set.replicas[0].sync->traffic();
   EXPECT_EQ(traffic.raw_bytes, 2u * 2 * 4 * 2700 / 3);
   EXPECT_LT(traffic.wire_bytes, traffic.raw_bytes / 3);  // 8 bits instead of 32
 }

@@ -91,8 +91,11 @@ TEST(StepTrafficMeter, ReportsEachPeerKindAndDirectionOfOnePeriod) {
   period.embedding_bits = 32;
   period.activation_relative_error = 0.25;
   period.gradient_relative_error = 0.5;
-  period.data_parallel = {4000, 1000};  // the sync's own accounting: 4x compression
-  period.embedding = {500, 500};
+  // The sync's own accounting: 4x compression.
+  period.data_parallel.raw_bytes = 4000;
+  period.data_parallel.wire_bytes = 1000;
+  period.embedding.raw_bytes = 500;
+  period.embedding.wire_bytes = 500;
   std::vector<LinkTraffic> traffic;
   meter.Measure(period, &traffic);
   SCOPED_TRACE(Describe(traffic));
