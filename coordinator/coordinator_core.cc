@@ -121,8 +121,15 @@ Status CoordinatorCore::LoadLocked(StoredState state) {
     InitTuning(*entry);
     entry->last_event_sequence = state.last_event_sequence[id];
     entry->last_log_sequence = state.last_log_sequence[id];
-    if (auto key = state.frame_keys.find(id);
-        key != state.frame_keys.end() && key->second.size() == kFrameKeyBytes) {
+    if (IsTerminalJobState(entry->job.state())) {
+      // An ended job needs no key; one left by an older coordinator (or a delete that failed)
+      // goes now.
+      if (state.frame_keys.count(id) != 0) {
+        GEOTRAIN_RETURN_IF_ERROR(Write("deleting the frame key of the ended " + id,
+                                       [&] { return store_->DeleteFrameKey(id); }));
+      }
+    } else if (auto key = state.frame_keys.find(id);
+               key != state.frame_keys.end() && key->second.size() == kFrameKeyBytes) {
       entry->frame_key = key->second;
     } else {
       // Stored before jobs had keys (or the key was damaged): a new key is as good, since every
