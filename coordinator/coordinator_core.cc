@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
 #include "coordinator/frame_key.h"
 #include "coordinator/job_figures.h"
 #include "coordinator/job_state_machine.h"
@@ -359,6 +360,11 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
   if (request.source().size() > kMaxSourceBytes) {
     return InvalidArgument("source: " + std::to_string(request.source().size()) +
                            " bytes exceed the limit of " + std::to_string(kMaxSourceBytes));
+  }
+  // Both are `bytes` on the wire (coordinator.proto): the spec's encoding is checked by
+  // ParseJobSpec, naming the byte; the source goes into events, which must be UTF-8.
+  if (const std::string invalid = DescribeInvalidUtf8(request.source()); !invalid.empty()) {
+    return InvalidArgument("source: " + invalid);
   }
   GEOTRAIN_RETURN_IF_ERROR(CheckModelShape(request.model_shape()));
   StatusOr<runtime::JobSpec> spec = runtime::ParseJobSpec(request.spec_yaml());
