@@ -13,6 +13,7 @@
 #include "cli/control_tables.h"
 #include "cli/exit_codes.h"
 #include "cli/submit_model_shape.h"
+#include "common/utf8.h"
 
 namespace geotrain::cli {
 namespace {
@@ -65,12 +66,21 @@ int RunSubmitCommand(const ControlOptions& control, const SubmitOptions& options
                      CommandContext& context) {
   const StatusOr<std::string> spec = ReadJobFile(options.job_file);
   if (!spec.ok()) return ReportFailure(spec.status(), context.err);
+  // Checked here, before anything is sent, so the error names the file (the coordinator
+  // refuses it too, for other clients).
+  if (const std::string invalid = DescribeInvalidUtf8(*spec); !invalid.empty()) {
+    return ReportFailure(InvalidArgument(options.job_file + ": " + invalid +
+                                         " (a job spec is a UTF-8 text file; was it saved in "
+                                         "another encoding?)"),
+                         context.err);
+  }
   auto client = ConnectToCoordinator(control, context);
   if (!client.ok()) return ReportFailure(client.status(), context.err);
 
   v1::SubmitJobRequest request;
   request.set_spec_yaml(*spec);
-  request.set_source(options.job_file);
+  // A file name need not be UTF-8; the coordinator puts `source` in its events, which must be.
+  if (IsValidUtf8(options.job_file)) request.set_source(options.job_file);
   if (std::optional<v1::ModelShape> shape = SubmitModelShape(*spec)) {
     *request.mutable_model_shape() = *shape;
   }

@@ -1,6 +1,7 @@
 #include "common/utf8.h"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace geotrain {
 
@@ -57,6 +58,26 @@ bool IsValidUtf8(std::string_view text) {
     pos += d.length;
   }
   return true;
+}
+
+std::string DescribeInvalidUtf8(std::string_view text) {
+  size_t line = 1;
+  size_t line_start = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const DecodedCodePoint d = DecodeUtf8(text, pos);
+    if (d.code_point == kInvalidCodePoint) {
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[pos]));
+      return "byte offset " + std::to_string(pos) + " (line " + std::to_string(line) + ", column " +
+             std::to_string(pos - line_start + 1) + ") is " + byte + ", not valid UTF-8";
+    }
+    if (text[pos] == '\n') {
+      ++line;
+      line_start = pos + 1;
+    }
+    pos += d.length;
+  }
+  return "";
 }
 
 }  // namespace geotrain

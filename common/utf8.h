@@ -29,4 +29,9 @@ void AppendUtf8(char32_t code_point, std::string* out);
 
 bool IsValidUtf8(std::string_view text);
 
+// Where `text` first stops being UTF-8, for error messages: "byte offset 1234 (line 5, column
+// 3) is 0xff, not valid UTF-8" (the offset from 0, the line and the byte column from 1); ""
+// when all of it is valid.
+std::string DescribeInvalidUtf8(std::string_view text);
+
 }  // namespace geotrain

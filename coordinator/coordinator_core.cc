@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
 #include "coordinator/frame_key.h"
 #include "coordinator/job_figures.h"
 #include "coordinator/job_state_machine.h"
@@ -121,8 +122,15 @@ Status CoordinatorCore::LoadLocked(StoredState state) {
     InitTuning(*entry);
     entry->last_event_sequence = state.last_event_sequence[id];
     entry->last_log_sequence = state.last_log_sequence[id];
-    if (auto key = state.frame_keys.find(id);
-        key != state.frame_keys.end() && key->second.size() == kFrameKeyBytes) {
+    if (IsTerminalJobState(entry->job.state())) {
+      // An ended job needs no key; one left by an older coordinator (or a delete that failed)
+      // goes now.
+      if (state.frame_keys.count(id) != 0) {
+        GEOTRAIN_RETURN_IF_ERROR(Write("deleting the frame key of the ended " + id,
+                                       [&] { return store_->DeleteFrameKey(id); }));
+      }
+    } else if (auto key = state.frame_keys.find(id);
+               key != state.frame_keys.end() && key->second.size() == kFrameKeyBytes) {
       entry->frame_key = key->second;
     } else {
       // Stored before jobs had keys (or the key was damaged): a new key is as good, since every
@@ -352,6 +360,11 @@ StatusOr<v1::Job> CoordinatorCore::SubmitJob(const v1::SubmitJobRequest& request
   if (request.source().size() > kMaxSourceBytes) {
     return InvalidArgument("source: " + std::to_string(request.source().size()) +
                            " bytes exceed the limit of " + std::to_string(kMaxSourceBytes));
+  }
+  // Both are `bytes` on the wire (coordinator.proto): the spec's encoding is checked by
+  // ParseJobSpec, naming the byte; the source goes into events, which must be UTF-8.
+  if (const std::string invalid = DescribeInvalidUtf8(request.source()); !invalid.empty()) {
+    return InvalidArgument("source: " + invalid);
   }
   GEOTRAIN_RETURN_IF_ERROR(CheckModelShape(request.model_shape()));
   StatusOr<runtime::JobSpec> spec = runtime::ParseJobSpec(request.spec_yaml());

@@ -76,8 +76,15 @@ bool CoordinatorCore::TryPlace(JobEntry& entry, std::vector<PlacementCandidate>*
     why += "; resuming from the newest complete checkpoint (step " +
            std::to_string(job.progress().checkpoint_step()) + ")";
   }
-  if (!Transition(entry, v1::JOB_STATE_PLACING, why)) {
-    // Not on record: no worker hears of this generation, and the job waits as it was.
+  // The generation goes on record, durably (a power cut included), before any rank hears of it:
+  // the ranks derive their frame nonces from the job's key and the generation, so a coordinator
+  // that came back without the record would hand the same generation out again and repeat them.
+  if (!Transition(entry, v1::JOB_STATE_PLACING, why) ||
+      !Write("syncing generation " + std::to_string(generation) + " of " + job.id() + " to disk",
+             [&] { return store_->Sync(); })
+           .ok()) {
+    // Not on record: no worker hears of this generation, and the job waits as it was. (A
+    // record that did reach the disk only makes a restarted coordinator skip the generation.)
     job = before;
     entry.ranks.clear();
     return false;
@@ -170,6 +177,11 @@ bool CoordinatorCore::FinishJob(JobEntry& entry, v1::JobState to, const std::str
   entry.ranks.clear();
   entry.steps.StartGeneration(job.generation());
   if (scopes_ != nullptr) scopes_->DropJob(job.id());
+  // No rank of an ended job may seal or open a frame again: its key goes. (A failed delete is
+  // the store's error state, as any write; the key of an ended job is deleted at the next load.)
+  entry.frame_key.clear();
+  Write("deleting the frame key of the ended " + job.id(),
+        [&] { return store_->DeleteFrameKey(job.id()); });
   Wake();
   return true;
 }

@@ -246,6 +246,25 @@ class SqliteStateStore final : public StateStore {
     return transaction.Commit();
   }
 
+  // WAL with synchronous=NORMAL: a commit is written to the WAL file but not synced, so an
+  // fsync of that file makes every commit so far durable (the main file is synced by every
+  // checkpoint before the WAL is reused).
+  Status Sync() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string wal = db_->path() + "-wal";
+    const int fd = ::open(wal.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      // No WAL file: nothing was written since the last checkpoint folded it in.
+      if (errno == ENOENT) return OkStatus();
+      return Unavailable(wal + ": cannot open to sync: " + std::strerror(errno));
+    }
+    const int synced = ::fsync(fd);
+    const int error = errno;
+    ::close(fd);
+    if (synced != 0) return Unavailable(wal + ": fsync failed: " + std::strerror(error));
+    return OkStatus();
+  }
+
   Status PutFrameKey(const std::string& job_id, const std::string& frame_key) override {
     std::lock_guard<std::mutex> lock(mu_);
     GEOTRAIN_ASSIGN_OR_RETURN(
@@ -254,6 +273,14 @@ class SqliteStateStore final : public StateStore {
     put.BindText(1, job_id);
     put.BindBlob(2, frame_key);
     return put.Run();
+  }
+
+  Status DeleteFrameKey(const std::string& job_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    GEOTRAIN_ASSIGN_OR_RETURN(SqliteStatement del,
+                              db_->Prepare("DELETE FROM job_keys WHERE job_id = ?1"));
+    del.BindText(1, job_id);
+    return del.Run();
   }
 
   Status AppendLogLines(const std::string& job_id,

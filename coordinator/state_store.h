@@ -56,12 +56,21 @@ class StateStore {
   virtual Status PutWorker(const v1::Worker& worker) = 0;
   // Writes the job record and appends `events` (possibly none) together.
   virtual Status PutJob(const v1::Job& job, const std::vector<v1::JobEvent>& events) = 0;
+  // Makes every write so far survive a power cut, not only a killed process. The writes above
+  // need not (a commit may wait in the OS's cache); the coordinator calls this where a lost
+  // write would be unsafe: a new generation's record, before any rank is told of it (the ranks'
+  // frame nonces are derived from the job's key and the generation, so a generation handed out
+  // twice would repeat them). Counts as a write (it can fail like one).
+  virtual Status Sync() = 0;
   // Appends a job's log lines and drops those beyond kMaxLogLinesPerJob.
   virtual Status AppendLogLines(const std::string& job_id,
                                 const std::vector<v1::SequencedLogLine>& lines) = 0;
   // Stores (inserts or replaces) a job's frame key, a secret kept apart from the Job record so
   // that nothing that returns a Job can carry it.
   virtual Status PutFrameKey(const std::string& job_id, const std::string& frame_key) = 0;
+  // Deletes a job's frame key (none stored: nothing to do): once the job ended, no rank may use
+  // it again, so it is not kept.
+  virtual Status DeleteFrameKey(const std::string& job_id) = 0;
   // Inserts a complete step; a step redone after a recovery replaces the earlier run's row.
   virtual Status PutStep(const std::string& job_id, const v1::JobStep& step) = 0;
   // In one transaction: deletes every link from or to a worker of `forgotten_workers`, then

@@ -25,6 +25,16 @@ namespace cz = compression;
 
 constexpr size_t kMaxJobFileBytes = 1 << 20;
 
+// The ranges of the numeric keys (docs/job-spec.md lists each). Wide enough for any real job,
+// narrow enough that nothing downstream overflows or allocates absurdly: a job file arrives over
+// the network, and a value that only fails on the workers fails every restart of the job.
+constexpr Range kBits{2, 8};
+constexpr Range kFraction{0, 1};
+constexpr Range kPositiveFraction{0, 1, /*min_open=*/true};
+constexpr double kMaxCount = 1e12;  // steps, samples
+constexpr double kMaxStages = 1024;
+constexpr double kMaxReplicas = 4096;
+
 // The CodecConfig enums that compression/ offers no names for.
 template <typename Enum, size_t N>
 StatusOr<Enum> ParseFromTable(const std::string& name,
@@ -66,45 +76,45 @@ template <typename Binder>
 void BindCodec(Binder& b, cz::CodecConfig* c) {
   b.Enum("codec", &c->codec, cz::ParseCodecName, cz::CodecName);
   b.Enum("wire_dtype", &c->wire_dtype, cz::ParseDType, cz::DTypeName);
-  b.Field("bits", &c->bits);
+  b.Field("bits", &c->bits, kBits);
   b.Enum("scale_mode", &c->scale_mode, cz::ParseScaleMode, cz::ScaleModeName);
-  b.Field("tile_size", &c->tile_size);
+  b.Field("tile_size", &c->tile_size, Range{1, 1 << 20});
   b.Enum("rounding", &c->rounding, cz::ParseRounding, cz::RoundingName);
-  b.Field("seed", &c->seed);
-  b.Field("cache_bits", &c->cache_bits);
-  b.Field("max_cache_samples", &c->max_cache_samples);
+  b.Field("seed", &c->seed, kAnyUint64);
+  b.Field("cache_bits", &c->cache_bits, kBits);
+  b.Field("max_cache_samples", &c->max_cache_samples, Range{1, 1e8});
   b.Field("cache_dir", &c->cache_dir);
   b.Enum("cache_full_policy", &c->cache_full_policy, ParseCachePolicy, CachePolicyName);
-  b.Field("high_bits", &c->high_bits);
-  b.Field("low_bits", &c->low_bits);
-  b.Field("high_ratio", &c->high_ratio);
+  b.Field("high_bits", &c->high_bits, kBits);
+  b.Field("low_bits", &c->low_bits, kBits);
+  b.Field("high_ratio", &c->high_ratio, kFraction);
   b.Enum("entropy_unit", &c->entropy_unit, ParseEntropyUnit, EntropyUnitName);
-  b.Field("outlier_threshold", &c->outlier_threshold);
-  b.Field("density", &c->density);
+  b.Field("outlier_threshold", &c->outlier_threshold, Range{1, 1e6});
+  b.Field("density", &c->density, kFraction);
   b.Enum("value_dtype", &c->value_dtype, cz::ParseDType, cz::DTypeName);
-  b.Field("rank", &c->rank);
+  b.Field("rank", &c->rank, Range{1, 4096});
   b.Field("error_feedback", &c->error_feedback);
-  b.Field("random_ratio", &c->random_ratio);
-  b.Field("topk_ratio", &c->topk_ratio);
-  b.Field("quant_bits", &c->quant_bits);
-  b.Field("quant_group", &c->quant_group);
+  b.Field("random_ratio", &c->random_ratio, kFraction);
+  b.Field("topk_ratio", &c->topk_ratio, kFraction);
+  b.Field("quant_bits", &c->quant_bits, kBits);
+  b.Field("quant_group", &c->quant_group, Range{1, 1 << 20});
   b.Enum("mask_mode", &c->mask_mode, ParseMaskMode, MaskModeName);
-  b.Field("zstd_level", &c->zstd_level);
-  b.Field("threads", &c->threads);
+  b.Field("zstd_level", &c->zstd_level, Range{0, 19});
+  b.Field("threads", &c->threads, Range{1, 256});
 }
 
 // compression.adaptive's mapping form (its boolean form is `enabled` alone).
 template <typename Binder>
 void BindAdaptive(Binder& b, AdaptiveCompressionSettings* a) {
   b.Field("enabled", &a->enabled);
-  b.Field("min_bits", &a->min_bits);
-  b.Field("max_bits", &a->max_bits);
-  b.Field("max_relative_error", &a->max_relative_error);
-  b.Field("hide_fraction", &a->hide_fraction);
-  b.Field("raise_fraction", &a->raise_fraction);
-  b.Field("interval_steps", &a->interval_steps);
-  b.Field("announce_steps", &a->announce_steps);
-  b.Field("min_topk_ratio", &a->min_topk_ratio);
+  b.Field("min_bits", &a->min_bits, kBits);
+  b.Field("max_bits", &a->max_bits, kBits);
+  b.Field("max_relative_error", &a->max_relative_error, Range{0, 100, true});
+  b.Field("hide_fraction", &a->hide_fraction, kPositiveFraction);
+  b.Field("raise_fraction", &a->raise_fraction, kPositiveFraction);
+  b.Field("interval_steps", &a->interval_steps, Range{1, 1e6});
+  b.Field("announce_steps", &a->announce_steps, Range{1, 1e6});
+  b.Field("min_topk_ratio", &a->min_topk_ratio, kPositiveFraction);
 }
 
 // The whole file, in the order of docs/job-spec.md.
@@ -114,11 +124,11 @@ void BindJob(Binder& b, JobSpec* spec) {
   b.Field("name", &spec->name);
   b.Section("model", [&](auto& s) {
     s.Field("dir", &a.model_dir);
-    s.Field("init_seed", &a.model_init_seed);
+    s.Field("init_seed", &a.model_init_seed, kAnyUint64);
     s.Field("dtype", &a.dtype);
     s.Field("device", &a.device);
     s.Enum("autocast", &a.autocast, ParseAutocast, AutocastName);
-    s.Field("layers", &spec->stage_layers);
+    s.Field("layers", &spec->stage_layers, Range{0, 1e6});
   });
   b.Section("data", [&](auto& s) {
     s.Enum("task", &a.data.task, ParseTask, TaskName);
@@ -126,8 +136,8 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("valid", &a.data.valid);
     s.Field("tokenizer", &a.data.tokenizer_dir);
     s.Field("cache_dir", &a.data.cache_dir);
-    s.Field("seq_length", &a.data.seq_length);
-    s.Field("samples_per_epoch", &a.data.samples_per_epoch);
+    s.Field("seq_length", &a.data.seq_length, Range{1, 1 << 20});
+    s.Field("samples_per_epoch", &a.data.samples_per_epoch, Range{0, kMaxCount});
     s.Field("stable_shards", &a.data.stable_shards);
     s.Field("text_field", &a.data.text_field);
     s.Field("pair_field", &a.data.pair_field);
@@ -135,17 +145,17 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Field("labels", &a.data.labels);
   });
   b.Section("pipeline", [&](auto& s) {
-    s.Field("stages", &spec->num_stages);
+    s.Field("stages", &spec->num_stages, Range{1, kMaxStages});
     s.Enum("schedule", &a.training.schedule, ParseScheduleKind, ScheduleKindName);
-    s.Field("micro_batch_size", &a.training.micro_batch_size);
-    s.Field("micro_batches", &a.training.micro_batches);
+    s.Field("micro_batch_size", &a.training.micro_batch_size, Range{1, 1 << 16});
+    s.Field("micro_batches", &a.training.micro_batches, Range{1, 1 << 16});
   });
   DataParallelSettings& dp = a.compression.data_parallel;
   b.Section("data_parallel", [&](auto& s) {
-    s.Field("replicas", &spec->dp_size);
+    s.Field("replicas", &spec->dp_size, Range{1, kMaxReplicas});
     s.Enum("mode", &dp.mode, ParseDataParallelMode, DataParallelModeName);
-    s.Field("powersgd_rank", &dp.powersgd_rank);
-    s.Field("compressed_stages", &dp.compressed_stages);
+    s.Field("powersgd_rank", &dp.powersgd_rank, Range{1, 4096});
+    s.Field("compressed_stages", &dp.compressed_stages, Range{-1, kMaxStages});
     s.Field("overlap", &dp.overlap);
     s.Section("codec", [&](auto& c) { BindCodec(c, &dp.codec); });
   });
@@ -154,9 +164,9 @@ void BindJob(Binder& b, JobSpec* spec) {
     s.Section("forward", [&](auto& c) { BindCodec(c, &cs.forward); });
     s.Section("backward", [&](auto& c) { BindCodec(c, &cs.backward); });
     s.Field("backward_epilogue_only", &cs.backward_epilogue_only);
-    s.Field("autoencoder_dim", &cs.autoencoder_dim);
-    s.Field("warmup_steps", &cs.warmup_steps);
-    s.Field("warmup_epochs", &cs.warmup_epochs);
+    s.Field("autoencoder_dim", &cs.autoencoder_dim, Range{0, 1 << 16});
+    s.Field("warmup_steps", &cs.warmup_steps, Range{0, kMaxCount});
+    s.Field("warmup_epochs", &cs.warmup_epochs, Range{0, 1e6});
     s.Field("fused_embedding_sync", &cs.fused_embedding_sync);
     s.Field("compress_embedding_sync", &cs.compress_embedding_sync);
     s.SwitchSection("adaptive", &cs.adaptive.enabled,
@@ -164,30 +174,30 @@ void BindJob(Binder& b, JobSpec* spec) {
   });
   OptimizerSettings& o = a.optimizer;
   b.Section("optimizer", [&](auto& s) {
-    s.Field("lr", &o.lr);
-    s.Field("min_lr", &o.min_lr);
-    s.Field("warmup_steps", &o.lr_warmup_steps);
+    s.Field("lr", &o.lr, Range{0, 100});
+    s.Field("min_lr", &o.min_lr, Range{0, 100});
+    s.Field("warmup_steps", &o.lr_warmup_steps, Range{0, kMaxCount});
     s.Enum("decay", &o.lr_decay, ParseLrDecay, LrDecayName);
-    s.Field("weight_decay", &o.weight_decay);
-    s.Field("beta1", &o.beta1);
-    s.Field("beta2", &o.beta2);
-    s.Field("eps", &o.eps);
-    s.Field("max_grad_norm", &o.max_grad_norm);
+    s.Field("weight_decay", &o.weight_decay, Range{0, 100});
+    s.Field("beta1", &o.beta1, Range{0, 1, false, true});
+    s.Field("beta2", &o.beta2, Range{0, 1, false, true});
+    s.Field("eps", &o.eps, Range{0, 1, true});
+    s.Field("max_grad_norm", &o.max_grad_norm, Range{0, 1e12});
   });
   TrainingSettings& t = a.training;
   b.Section("training", [&](auto& s) {
-    s.Field("steps", &t.total_steps);
-    s.Field("epochs", &t.epochs);
-    s.Field("seed", &t.seed);
-    s.Field("eval_every", &t.eval_every);
-    s.Field("eval_batches", &t.eval_batches);
-    s.Field("checkpoint_every", &t.checkpoint_every);
-    s.Field("keep_checkpoints", &t.keep_checkpoints);
+    s.Field("steps", &t.total_steps, Range{1, kMaxCount});
+    s.Field("epochs", &t.epochs, Range{0, 1e6});
+    s.Field("seed", &t.seed, kAnyUint64);
+    s.Field("eval_every", &t.eval_every, Range{0, kMaxCount});
+    s.Field("eval_batches", &t.eval_batches, Range{1, 1e6});
+    s.Field("checkpoint_every", &t.checkpoint_every, Range{0, kMaxCount});
+    s.Field("keep_checkpoints", &t.keep_checkpoints, Range{1, 10000});
     s.Field("checkpoint_dir", &t.checkpoint_dir);
     s.Field("resume", &t.resume);
     s.Field("profile", &t.profile_path);
-    s.Field("timeout_seconds", &t.timeout_seconds);
-    s.Field("max_restarts", &spec->max_restarts);
+    s.Field("timeout_seconds", &t.timeout_seconds, Range{0, 86400, true});
+    s.Field("max_restarts", &spec->max_restarts, Range{0, 1000});
   });
 }
 
@@ -195,24 +205,9 @@ void BindJob(Binder& b, JobSpec* spec) {
 // each as U+FFFD, so such a spec would not survive JobSpecToYaml (a name would change, and grow
 // past its limit); it is refused here, where the line can still be named.
 Status CheckUtf8(std::string_view text) {
-  int line = 1;
-  size_t line_start = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    const DecodedCodePoint decoded = DecodeUtf8(text, pos);
-    if (decoded.code_point == kInvalidCodePoint) {
-      char byte[8];
-      std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[pos]));
-      return InvalidArgument("job spec: line " + std::to_string(line) + ", byte " +
-                             std::to_string(pos - line_start + 1) + ": " + byte +
-                             " is not valid UTF-8 (a job spec is a UTF-8 text file)");
-    }
-    if (text[pos] == '\n') {
-      ++line;
-      line_start = pos + 1;
-    }
-    pos += decoded.length;
-  }
-  return OkStatus();
+  const std::string invalid = DescribeInvalidUtf8(text);
+  if (invalid.empty()) return OkStatus();
+  return InvalidArgument("job spec: " + invalid + " (a job spec is a UTF-8 text file)");
 }
 
 }  // namespace

@@ -55,6 +55,17 @@ std::string WithoutFieldPrefix(const std::string& message) {
 
 }  // namespace
 
+bool Range::Contains(double value) const {
+  const bool above_min = min_open ? value > min : value >= min;
+  const bool below_max = max_open ? value < max : value <= max;
+  return above_min && below_max;  // false for NaN
+}
+
+std::string Range::ToString() const {
+  return std::string(min_open ? "(" : "[") + FormatDouble(min) + ", " + FormatDouble(max) +
+         (max_open ? ")" : "]");
+}
+
 YamlReader::YamlReader(const YAML::Node& map, std::string path, JobFileLog* log)
     : path_(std::move(path)), log_(log) {
   if (map.IsNull()) return;
@@ -92,41 +103,52 @@ void YamlReader::Field(const char* key, bool* value) {
   }
 }
 
-void YamlReader::Field(const char* key, int* value) {
+void YamlReader::Field(const char* key, int* value, const Range& range) {
   int64_t wide = 0;
   const YAML::Node* node = Take(key);
   if (node == nullptr || !ReadInt(key, *node, &wide)) return;
   if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
     return Fail(PathOf(key), node->Mark(), std::to_string(wide) + " does not fit in 32 bits");
   }
-  *value = static_cast<int>(wide);
+  if (InRange(key, *node, static_cast<double>(wide), std::to_string(wide), range)) {
+    *value = static_cast<int>(wide);
+  }
 }
 
-void YamlReader::Field(const char* key, int64_t* value) {
+void YamlReader::Field(const char* key, int64_t* value, const Range& range) {
   int64_t parsed = 0;
   const YAML::Node* node = Take(key);
-  if (node != nullptr && ReadInt(key, *node, &parsed)) *value = parsed;
+  if (node != nullptr && ReadInt(key, *node, &parsed) &&
+      InRange(key, *node, static_cast<double>(parsed), std::to_string(parsed), range)) {
+    *value = parsed;
+  }
 }
 
-void YamlReader::Field(const char* key, uint64_t* value) {
+void YamlReader::Field(const char* key, uint64_t* value, const Range& range) {
   uint64_t parsed = 0;
   const YAML::Node* node = Take(key);
-  if (node != nullptr && ReadUnsigned(key, *node, &parsed)) *value = parsed;
+  if (node != nullptr && ReadUnsigned(key, *node, &parsed) &&
+      InRange(key, *node, static_cast<double>(parsed), std::to_string(parsed), range)) {
+    *value = parsed;
+  }
 }
 
-void YamlReader::Field(const char* key, std::optional<uint64_t>* value) {
+void YamlReader::Field(const char* key, std::optional<uint64_t>* value, const Range& range) {
   uint64_t parsed = 0;
   const YAML::Node* node = Take(key);
-  if (node != nullptr && ReadUnsigned(key, *node, &parsed)) *value = parsed;
+  if (node != nullptr && ReadUnsigned(key, *node, &parsed) &&
+      InRange(key, *node, static_cast<double>(parsed), std::to_string(parsed), range)) {
+    *value = parsed;
+  }
 }
 
-void YamlReader::Field(const char* key, double* value) {
+void YamlReader::Field(const char* key, double* value, const Range& range) {
   double parsed = 0;
   if (const YAML::Node* node = Take(key)) {
     if (!node->IsScalar() || !ParseWholeDouble(node->Scalar(), &parsed)) {
       return Mismatch(PathOf(key), "a number", *node);
     }
-    *value = parsed;
+    if (InRange(key, *node, parsed, node->Scalar(), range)) *value = parsed;
   }
 }
 
@@ -172,7 +194,7 @@ void YamlReader::Field(const char* key, std::vector<std::string>* value) {
   *value = std::move(items);
 }
 
-void YamlReader::Field(const char* key, LayerRanges* value) {
+void YamlReader::Field(const char* key, LayerRanges* value, const Range& layer_range) {
   const YAML::Node* node = Take(key);
   if (node == nullptr) return;
   if (!node->IsSequence()) return Mismatch(PathOf(key), "a list of [first, last]", *node);
@@ -186,6 +208,14 @@ void YamlReader::Field(const char* key, LayerRanges* value) {
     if (!range.IsSequence() || range.size() != 2 || !range[0].IsScalar() || !range[1].IsScalar() ||
         !ParseWholeInt(range[0].Scalar(), &first) || !ParseWholeInt(range[1].Scalar(), &last)) {
       Mismatch(path, "[first, last] (two integers)", range);
+      all_read = false;
+      continue;
+    }
+    if (!layer_range.Contains(static_cast<double>(first)) ||
+        !layer_range.Contains(static_cast<double>(last))) {
+      Fail(path, range.Mark(),
+           "[" + std::to_string(first) + ", " + std::to_string(last) +
+               "]: a layer index is outside " + layer_range.ToString());
       all_read = false;
       continue;
     }
@@ -253,6 +283,13 @@ bool YamlReader::ReadInt(const char* key, const YAML::Node& node, int64_t* value
   return false;
 }
 
+bool YamlReader::InRange(const char* key, const YAML::Node& node, double value,
+                         const std::string& text, const Range& range) {
+  if (range.Contains(value)) return true;
+  Fail(PathOf(key), node.Mark(), text + " is outside " + range.ToString());
+  return false;
+}
+
 bool YamlReader::ReadUnsigned(const char* key, const YAML::Node& node, uint64_t* value) {
   if (node.IsScalar() && ParseWholeUnsigned(node.Scalar(), value)) return true;
   Mismatch(PathOf(key), "a non-negative integer", node);
@@ -274,7 +311,7 @@ WeightedSource YamlReader::ReadSource(const YAML::Node& node, const std::string&
   }
   YamlReader entry(node, path, log_);
   entry.Field("path", &source.path);
-  entry.Field("weight", &source.weight);
+  entry.Field("weight", &source.weight, Range{0, 1e9, /*min_open=*/true});
   entry.Finish();
   return source;
 }
@@ -285,17 +322,17 @@ void YamlWriter::Field(const char* key, std::string* value) {
 void YamlWriter::Field(const char* key, bool* value) {
   out_ << YAML::Key << key << YAML::Value << *value;
 }
-void YamlWriter::Field(const char* key, int* value) {
+void YamlWriter::Field(const char* key, int* value, const Range&) {
   out_ << YAML::Key << key << YAML::Value << *value;
 }
-void YamlWriter::Field(const char* key, int64_t* value) {
+void YamlWriter::Field(const char* key, int64_t* value, const Range&) {
   out_ << YAML::Key << key << YAML::Value << *value;
 }
-void YamlWriter::Field(const char* key, uint64_t* value) {
+void YamlWriter::Field(const char* key, uint64_t* value, const Range&) {
   out_ << YAML::Key << key << YAML::Value << *value;
 }
 
-void YamlWriter::Field(const char* key, std::optional<uint64_t>* value) {
+void YamlWriter::Field(const char* key, std::optional<uint64_t>* value, const Range&) {
   out_ << YAML::Key << key << YAML::Value;
   if (value->has_value()) {
     out_ << **value;
@@ -304,7 +341,7 @@ void YamlWriter::Field(const char* key, std::optional<uint64_t>* value) {
   }
 }
 
-void YamlWriter::Field(const char* key, double* value) {
+void YamlWriter::Field(const char* key, double* value, const Range&) {
   out_ << YAML::Key << key << YAML::Value << FormatDouble(*value);
 }
 
@@ -324,7 +361,7 @@ void YamlWriter::Field(const char* key, std::vector<std::string>* value) {
   out_ << YAML::EndSeq;
 }
 
-void YamlWriter::Field(const char* key, LayerRanges* value) {
+void YamlWriter::Field(const char* key, LayerRanges* value, const Range&) {
   out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const auto& [first, last] : *value) {
     out_ << YAML::Flow << YAML::BeginSeq << first << last << YAML::EndSeq;

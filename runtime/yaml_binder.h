@@ -4,7 +4,8 @@
 // A description is a function template over the binder,
 //
 //   template <typename Binder> void BindThing(Binder& b, Thing* thing) {
-//     b.Field("name", &thing->name);                        // a scalar or one of the lists below
+//     b.Field("name", &thing->name);                        // a string, a bool or a list below
+//     b.Field("size", &thing->size, Range{1, 4096});        // a number, within its range
 //     b.Enum("mode", &thing->mode, ParseMode, ModeName);    // a name, through the two functions
 //     b.Section("limits", [&](auto& s) { s.Field("max", &thing->max); });  // a nested mapping
 //     b.SwitchSection("cache", &thing->cache.enabled, [&](auto& s) { ... });  // bool or mapping
@@ -43,6 +44,22 @@ namespace geotrain::runtime {
 // [first, last) layer ranges, one per pipeline stage (model.layers).
 using LayerRanges = std::vector<std::pair<int64_t, int64_t>>;
 
+// The values a numeric key accepts: [min, max], either end open when said. Every numeric key of
+// a description has one, so no number reaches a job unbounded (a seq_length of 1e9 or a timeout
+// of 1e300 is refused where the key is read, naming it and the range, not after every restart).
+// Bounds are compared as doubles: exact for integers up to 2^53, far beyond any bound used.
+struct Range {
+  double min;
+  double max;
+  bool min_open = false;
+  bool max_open = false;
+
+  bool Contains(double value) const;
+  std::string ToString() const;  // "[1, 1048576]", "(0, 86400]"
+};
+// Every 64-bit unsigned value (seeds).
+inline constexpr Range kAnyUint64{0, 18446744073709551616.0};
+
 // Reads the keys of one YAML mapping into fields; Finish logs the keys no call asked for.
 class YamlReader {
  public:
@@ -52,17 +69,21 @@ class YamlReader {
 
   void Field(const char* key, std::string* value);
   void Field(const char* key, bool* value);  // true/yes/on, false/no/off
-  void Field(const char* key, int* value);
-  void Field(const char* key, int64_t* value);
-  void Field(const char* key, uint64_t* value);
-  void Field(const char* key, std::optional<uint64_t>* value);  // absent or null: no value
-  void Field(const char* key, double* value);                   // finite
+  // Numbers outside `range` are a problem ("data.seq_length (line 5): 1000000000 is outside
+  // [1, 1048576]") and leave the field as it was.
+  void Field(const char* key, int* value, const Range& range);
+  void Field(const char* key, int64_t* value, const Range& range);
+  void Field(const char* key, uint64_t* value, const Range& range);
+  void Field(const char* key, std::optional<uint64_t>* value,  // absent or null: no value
+             const Range& range);
+  void Field(const char* key, double* value, const Range& range);  // finite
   // A sequence of "path[:weight]" strings and {path, weight} mappings, or one "a:1,b:2" string;
   // the weights normalised. An empty sequence gives an empty list.
   void Field(const char* key, std::vector<WeightedSource>* value);
   void Field(const char* key, std::vector<std::string>* value);
-  // [[first, last], ...]; every range's line is noted under "key[i]".
-  void Field(const char* key, LayerRanges* value);
+  // [[first, last], ...], each layer index within `range`; every range's line is noted under
+  // "key[i]".
+  void Field(const char* key, LayerRanges* value, const Range& range);
 
   // A name, through `parse`; its error (without a leading "field: ") is the problem.
   template <typename E>
@@ -121,6 +142,9 @@ class YamlReader {
   static bool ReadBool(const YAML::Node& node, bool* value);
   bool ReadInt(const char* key, const YAML::Node& node, int64_t* value);
   bool ReadUnsigned(const char* key, const YAML::Node& node, uint64_t* value);
+  // False (and a problem logged) when `value` is outside `range`.
+  bool InRange(const char* key, const YAML::Node& node, double value, const std::string& text,
+               const Range& range);
   WeightedSource ReadSource(const YAML::Node& node, const std::string& path);
 
   std::string path_;  // "compression.forward"; empty at the top
@@ -138,14 +162,14 @@ class YamlWriter {
 
   void Field(const char* key, std::string* value);
   void Field(const char* key, bool* value);
-  void Field(const char* key, int* value);
-  void Field(const char* key, int64_t* value);
-  void Field(const char* key, uint64_t* value);
-  void Field(const char* key, std::optional<uint64_t>* value);
-  void Field(const char* key, double* value);
+  void Field(const char* key, int* value, const Range&);
+  void Field(const char* key, int64_t* value, const Range&);
+  void Field(const char* key, uint64_t* value, const Range&);
+  void Field(const char* key, std::optional<uint64_t>* value, const Range&);
+  void Field(const char* key, double* value, const Range&);
   void Field(const char* key, std::vector<WeightedSource>* value);
   void Field(const char* key, std::vector<std::string>* value);
-  void Field(const char* key, LayerRanges* value);
+  void Field(const char* key, LayerRanges* value, const Range&);
 
   template <typename E>
   void Enum(const char* key, E* value, StatusOr<E> (*)(const std::string&),

@@ -152,6 +152,7 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
   if (!prepared.ok()) {
     spdlog::error("task {}: {}", key.Describe(), prepared.message());
     SetStatusLocked(Failed(key, prepared.message(), /*permanent=*/false));
+    RemoveAssignmentFileLocked(key);
     return;
   }
 
@@ -188,6 +189,7 @@ void TaskSupervisor::Assign(const geotrain::v1::Assignment& assignment) {
   if (!run.ok()) {
     spdlog::error("task {}: {}", key.Describe(), run.status().message());
     SetStatusLocked(Failed(key, run.status().message(), /*permanent=*/false));
+    RemoveAssignmentFileLocked(key);
     return;
   }
   spdlog::info("task {} started (pid {}, directory {})", key.Describe(), (*run)->pid(),
@@ -382,8 +384,18 @@ void TaskSupervisor::OnEnd(const geotrain::v1::TaskStatus& status) {
       spdlog::info("task {} {} after step {}", key.Describe(), state, status.last_step());
     }
     SetStatusLocked(status);
+    RemoveAssignmentFileLocked(key);
   }
   if (on_task_end_) on_task_end_();
+}
+
+void TaskSupervisor::RemoveAssignmentFileLocked(const TaskKey& key) {
+  const fs::path path = fs::path(TaskDir(key)) / "assignment.pb";
+  std::error_code ec;
+  if (!fs::remove(path, ec) && ec) {
+    spdlog::warn("task {}: cannot delete {} (it holds the job's frame key): {}", key.Describe(),
+                 path.string(), ec.message());
+  }
 }
 
 }  // namespace geotrain::worker

@@ -1,9 +1,10 @@
 // TaskSupervisor: runs the coordinator's orders on this worker. An Assignment becomes a task
 // directory (WORK_DIR/tasks/<job>-g<generation>-s<stage>-r<replica>/assignment.pb, task.log) and
 // a child process `geotrain-worker task ...` (TaskRun); a StopOrder stops the job's child
-// (SIGTERM, SIGKILL after the grace); ForgetTask drops a finished task from the hello; a
-// ConfigChange is appended, as one line, to the running task's config-changes.jsonl (created
-// empty when the task starts), which the child polls before every step. What the tasks do
+// (SIGTERM, SIGKILL after the grace); when a task ends its assignment.pb (which holds the job's
+// frame key) is deleted, the rest of the directory kept; ForgetTask drops a finished task from the
+// hello; a ConfigChange is appended, as one line, to the running task's config-changes.jsonl
+// (created empty when the task starts), which the child polls before every step. What the tasks do
 // (statuses, steps, lines) goes into the Outbox for the session to deliver.
 //
 // One task at a time: an Assignment while another task runs is refused with a FAILED status
@@ -89,6 +90,9 @@ class TaskSupervisor {
   std::string TaskDir(const TaskKey& key) const;
   // Records `status` and queues it for the coordinator. Requires mu_.
   void SetStatusLocked(const geotrain::v1::TaskStatus& status);
+  // Deletes the task's assignment.pb: it holds the job's frame key, which must not outlive the
+  // task on disk (the child reads it once, at its start). Requires mu_.
+  void RemoveAssignmentFileLocked(const TaskKey& key);
   // Hands the table's STARTING and RUNNING counts to the metrics. Requires mu_.
   void PublishTaskCountsLocked();
   // Callbacks of a run; `placements` are its Assignment's (they name the peers in the metrics).

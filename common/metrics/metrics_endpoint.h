@@ -4,11 +4,12 @@
 // collectables. Binding happens in Start, so a busy or malformed address is a Status naming the
 // flag, never an exception.
 //
-// The page is served by cpp-httplib on one thread of its own, and the text comes from
-// prometheus-cpp's serializer. Not prometheus-cpp's pull exposer: its web server (civetweb)
-// starts threads with a fixed 100 KiB stack, and glibc places every loaded library's static TLS on
-// each thread's stack (about 106 KiB in a LibTorch process: OpenBLAS, glog, libtorch), so it
-// cannot start a single thread in geotrain-worker.
+// The page is served by a PageServer (one poll() loop on a thread of its own, so idle or slow
+// clients cannot stall a scrape: page_server.h), and the text comes from prometheus-cpp's
+// serializer. Not prometheus-cpp's pull exposer: its web server (civetweb) gives each connection
+// a thread, and starts threads with a fixed 100 KiB stack while glibc places every loaded
+// library's static TLS on each thread's stack (about 106 KiB in a LibTorch process: OpenBLAS,
+// glog, libtorch), so it cannot start a single thread in geotrain-worker.
 #pragma once
 
 #include <prometheus/collectable.h>
@@ -17,16 +18,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/status.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace geotrain {
+
+class PageServer;
 
 class MetricsEndpoint {
  public:
@@ -34,7 +32,7 @@ class MetricsEndpoint {
   // option the address came from, for errors ("--metrics-listen").
   static StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const std::string& address,
                                                           const std::string& flag);
-  // Stops serving (an in-flight scrape finishes first).
+  // Stops serving (an in-flight render finishes first) and closes every connection.
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
@@ -46,16 +44,15 @@ class MetricsEndpoint {
   const std::string& address() const { return address_; }
 
  private:
-  MetricsEndpoint(std::unique_ptr<httplib::Server> server, std::string address);
+  MetricsEndpoint();
   // The page: every live collectable's families, serialized.
   std::string Render();
 
-  std::unique_ptr<httplib::Server> server_;
   std::string address_;
   std::mutex mu_;
   std::vector<std::weak_ptr<prometheus::Collectable>> collectables_;  // guarded by mu_
   std::shared_ptr<prometheus::Registry> build_info_;
-  std::thread thread_;
+  std::unique_ptr<PageServer> server_;  // last: stopped first, while the rest still lives
 };
 
 }  // namespace geotrain

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "cli/exit_codes.h"
@@ -126,7 +127,8 @@ TEST(CertsInitTest, BadOptionsNameTheFlag) {
 
 TEST(CredentialFilesTest, TokenFilesMustBePrivateLongAndOneLine) {
   geotrain::testing::TempDir dir;
-  const std::string path = dir.Write("t", std::string(40, 'x') + "\n");
+  const std::string strong = "3f9a0c7be41d28e6a5b0f7c39d1e4a8b62c5";
+  const std::string path = dir.Write("t", strong + "\n");
   ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
   auto token = auth::ReadTokenFile({path, "--admin-token-file"});
   ASSERT_FALSE(token.ok());
@@ -136,7 +138,7 @@ TEST(CredentialFilesTest, TokenFilesMustBePrivateLongAndOneLine) {
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   token = auth::ReadTokenFile({path, "--admin-token-file"});
   ASSERT_TRUE(token.ok());
-  EXPECT_EQ(*token, std::string(40, 'x'));
+  EXPECT_EQ(*token, strong);
 
   const std::string short_token = dir.Write("s", "abc\n");
   ::chmod(short_token.c_str(), 0600);
@@ -148,6 +150,42 @@ TEST(CredentialFilesTest, TokenFilesMustBePrivateLongAndOneLine) {
             std::string::npos);
   EXPECT_NE(auth::ReadPemFile({two_lines, "--tls-ca"}).status().message().find("no PEM block"),
             std::string::npos);
+}
+
+// Issue 20: tokens were only length-checked. Each weak one is refused naming the file and why.
+TEST(CredentialFilesTest, GuessableTokensAreRefusedNamingTheFileAndTheReason) {
+  geotrain::testing::TempDir dir;
+  const std::pair<std::string, std::string> weak[] = {
+      {std::string(40, 'x'), "only 1 different characters"},  // long enough before
+      {"12345678901234567890123456789012", "alphabet of 10 give about 106 bits"},
+      {"abababababababababababababababababab", "only 2 different characters"},
+      {"a1b2c3d4e5f6a7b8a1b2c3d4e5f6a7b8", "repeats a pattern of 16 characters"},
+      {"abcdefghijklmnopqrstuvwxyzabcdefgh", "consecutive characters"},
+      {"passwordpasswordpasswordpassword", "only 7 different characters"},
+      {"Passw0rd!Passw0rd!Passw0rd!Passw0rd!", "repeats a pattern of 9 characters"},
+  };
+  for (const auto& [token, reason] : weak) {
+    const std::string path = dir.Write("weak", token + "\n");
+    ::chmod(path.c_str(), 0600);
+    const auto read = auth::ReadTokenFile({path, "--join-token-file"});
+    ASSERT_FALSE(read.ok()) << token;
+    const std::string& message = read.status().message();
+    EXPECT_NE(message.find("--join-token-file: the token in " + path + " is too easy to guess"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find(reason), std::string::npos) << token << ": " << message;
+  }
+  // Random tokens of the shapes operators use pass: `openssl rand -hex 16` (the shortest
+  // allowed), `geotrain certs init`'s 64 hex characters (also checked above), base64.
+  std::mt19937 random(20);
+  for (const size_t length : {32, 64}) {
+    for (int i = 0; i < 2000; ++i) {
+      std::string token;
+      for (size_t c = 0; c < length; ++c) token += "0123456789abcdef"[random() % 16];
+      EXPECT_EQ(auth::TokenWeakness(token), "") << token;
+    }
+  }
+  EXPECT_EQ(auth::TokenWeakness("q2Vx9mK0pL7rT4wZ1bN8cF5hJ3dS6gA0yE2uI9oP1k="), "");
 }
 
 }  // namespace

@@ -51,8 +51,11 @@ class ScriptedCoordinator final : public v1::Coordinator::Service {
   std::vector<int64_t> watch_after;
   std::mutex mu;
 
+  std::atomic<int> submissions{0};
+
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* request,
                          v1::Job* job) override {
+    ++submissions;
     if (request->spec_yaml().find("bad") != std::string::npos) {
       return {grpc::StatusCode::INVALID_ARGUMENT, request->source() +
                                                       ": training.steps: must be positive\n" +
@@ -187,6 +190,19 @@ TEST_F(ControlCommandsTest, ARejectedSpecPrintsEveryProblemOnItsOwnLine) {
                             ":\n  " + job_file_ + ": training.steps: must be positive\n  " +
                             job_file_ + ": model.path: missing\n");
   EXPECT_EQ(out_.str(), "");
+}
+
+// Issue 20: such a file once failed as a bare "INTERNAL:" (a protobuf string must be UTF-8).
+// Now it is refused before anything is sent, naming the file and where the bad byte is.
+TEST_F(ControlCommandsTest, SubmitRefusesAJobFileThatIsNotUtf8) {
+  WriteJobFile("name: tiny\nmodel: {dir: /m\xff}\n");
+  CommandContext context = Context();
+  EXPECT_EQ(RunSubmitCommand(control_, {job_file_}, context), kExitFailure);
+  EXPECT_NE(err_.str().find("INVALID_ARGUMENT: " + job_file_ +
+                            ": byte offset 26 (line 2, column 16) is 0xff, not valid UTF-8"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_EQ(service_.submissions.load(), 0);
 }
 
 TEST_F(ControlCommandsTest, SubmitWaitFollowsAcrossABreakAndExitsZeroOnSuccess) {

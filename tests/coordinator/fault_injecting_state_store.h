@@ -4,7 +4,8 @@
 // after such a failure. Reads (Load, EventsAfter, LogLinesAfter, StepsAfter) always pass.
 //
 // Writes are the calls that change the database: NextWorkerNumber, NextJobNumber, PutWorker,
-// PutJob, AppendLogLines, PutFrameKey, PutStep, PutLinks. Thread-safe, like the store it wraps.
+// PutJob, Sync, AppendLogLines, PutFrameKey, DeleteFrameKey, PutStep, PutLinks. Thread-safe, like
+// the store it wraps.
 #pragma once
 
 #include <mutex>
@@ -52,6 +53,10 @@ class FaultInjectingStateStore final : public StateStore {
     GEOTRAIN_RETURN_IF_ERROR(Fault());
     return base_->PutJob(job, events);
   }
+  Status Sync() override {
+    GEOTRAIN_RETURN_IF_ERROR(Fault());
+    return base_->Sync();
+  }
   Status AppendLogLines(const std::string& job_id,
                         const std::vector<v1::SequencedLogLine>& lines) override {
     GEOTRAIN_RETURN_IF_ERROR(Fault());
@@ -60,6 +65,10 @@ class FaultInjectingStateStore final : public StateStore {
   Status PutFrameKey(const std::string& job_id, const std::string& frame_key) override {
     GEOTRAIN_RETURN_IF_ERROR(Fault());
     return base_->PutFrameKey(job_id, frame_key);
+  }
+  Status DeleteFrameKey(const std::string& job_id) override {
+    GEOTRAIN_RETURN_IF_ERROR(Fault());
+    return base_->DeleteFrameKey(job_id);
   }
   Status PutStep(const std::string& job_id, const v1::JobStep& step) override {
     GEOTRAIN_RETURN_IF_ERROR(Fault());

@@ -157,5 +157,31 @@ TEST_F(FrameKeyTest, AJobOfAnOlderDatabaseGetsAKeyThatIsSaved) {
   EXPECT_EQ(assignments[0].frame_key(), keys.at(id));
 }
 
+// Issue 20: a key must not outlive its job. Ending it (here: cancelling, which shares the end
+// path with success and failure) deletes the stored key; a key an older coordinator left for an
+// ended job is deleted at the next start.
+TEST_F(FrameKeyTest, TheKeyOfAnEndedJobIsDeleted) {
+  const std::string placed = Submit(1);
+  const std::string queued = Submit(1);
+  const std::string kept = Submit(1);
+  ASSERT_EQ(PlaceOnNewWorkers(1).size(), 1u);  // `placed` runs, the others wait
+  const std::string kept_key = StoredKeys().at(kept);
+  ASSERT_TRUE(core_->CancelJob(placed).ok());
+  ASSERT_TRUE(core_->CancelJob(queued).ok());
+  std::map<std::string, std::string> keys = StoredKeys();
+  EXPECT_EQ(keys.count(placed), 0u);
+  EXPECT_EQ(keys.count(queued), 0u);
+  EXPECT_EQ(keys.at(kept), kept_key);
+
+  // A key left behind for an ended job (written before this rule, or a delete that failed).
+  ASSERT_TRUE(store_->PutFrameKey(placed, std::string(32, 'k')).ok());
+  Stop();
+  Start();
+  keys = StoredKeys();
+  EXPECT_EQ(keys.count(placed), 0u);
+  EXPECT_EQ(keys.count(queued), 0u);
+  EXPECT_EQ(keys.at(kept), kept_key);
+}
+
 }  // namespace
 }  // namespace geotrain::coordinator

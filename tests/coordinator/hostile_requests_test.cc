@@ -120,9 +120,10 @@ TEST_F(HostileRequestsTest, SubmitJobWithAbsurdSpecs) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
     EXPECT_NE(status.error_message().find("job spec"), std::string::npos) << status.error_message();
   }
-  // spec_yaml is a proto3 string: invalid UTF-8 is refused by protobuf before any handler runs
-  // (gRPC reports the unparsable request as INTERNAL).
-  EXPECT_FALSE(SubmitYaml(std::string("name: \xff\xfe\n")).ok());
+  // spec_yaml is `bytes` on the wire (as a proto3 string, protobuf refused it as a bare
+  // INTERNAL before any handler ran): the coordinator refuses it naming where the byte is.
+  ExpectRefused(SubmitYaml(std::string("name: \xff\xfe\n")), grpc::StatusCode::INVALID_ARGUMENT,
+                "byte offset 6 (line 1, column 7) is 0xff, not valid UTF-8");
   ExpectStillServing();
   v1::ListJobsRequest list;
   list.set_include_finished(true);
@@ -153,6 +154,10 @@ TEST_F(HostileRequestsTest, SubmitJobWithAbsurdModelShapeOrSource) {
   v1::SubmitJobRequest long_source = with_shape(64, 4, 50257);
   long_source.set_source(std::string(100000, 's'));
   ExpectRefused(Submit(long_source), grpc::StatusCode::INVALID_ARGUMENT, "source");
+  v1::SubmitJobRequest binary_source = with_shape(64, 4, 50257);
+  binary_source.set_source("job\xff.yaml");
+  ExpectRefused(Submit(binary_source), grpc::StatusCode::INVALID_ARGUMENT,
+                "source: byte offset 3 (line 1, column 4) is 0xff");
   // A real shape is accepted.
   v1::Job job;
   const grpc::Status accepted = Submit(with_shape(64, 4, 50257), &job);

@@ -329,6 +329,39 @@ TEST_F(StateStoreFailureTest, APlacementWhoseWriteFailedSendsNoAssignment) {
   EXPECT_EQ(TakeAssignment(worker).generation(), 1u);
 }
 
+// Issue 20: the ranks derive their frame nonces from the job's key and the generation, so the
+// generation must be on disk (synced) before any Assignment of it goes out; a sync that fails
+// stops the placement, and the generation is never handed out twice.
+TEST_F(StateStoreFailureTest, AGenerationIsSyncedBeforeItsAssignmentAndNeverReused) {
+  const std::string worker = AddWorker();
+  StatusOr<v1::Job> queued = Submit(1, 1);
+  ASSERT_TRUE(queued.ok());
+  const int before = faulty_->writes();
+  faulty_->FailNthWrite(2, DiskFull());  // 1: the placing record; 2: its sync
+  core_->Tick();
+  EXPECT_EQ(faulty_->writes() - before, 2);
+  EXPECT_NE(core_->StateStoreFailure().find("syncing generation 1 of " + queued->id()),
+            std::string::npos)
+      << core_->StateStoreFailure();
+  EXPECT_TRUE(sessions_[worker]->Take().empty());
+  core_->Tick();
+  EXPECT_TRUE(sessions_[worker]->Take().empty());
+
+  // The placing record reached the database without its sync: the restarted coordinator must
+  // not hand generation 1 out again.
+  RestartCore();
+  ASSERT_TRUE(Connect(worker).ok());
+  uint32_t generation = 0;
+  for (int i = 0; i < 100 && generation == 0; ++i) {
+    core_->Tick();
+    for (const v1::CoordinatorMessage& message : sessions_[worker]->Take()) {
+      if (message.has_assign()) generation = message.assign().generation();
+    }
+    clock_.AdvanceMs(1000);
+  }
+  EXPECT_EQ(generation, 2u);
+}
+
 TEST_F(StateStoreFailureTest, AStepWhoseWriteFailedEndsTheSessionWithTheReason) {
   const std::string worker = AddWorker();
   const v1::Assignment running = RunningJob(worker);

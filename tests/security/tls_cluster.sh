@@ -4,7 +4,7 @@
 #
 #   source tests/security/tls_cluster.sh
 #   tls_cluster_init NAME BUILD_DIR      # skip (exit 77) without namespaces; sets OUT, BIN, CERTS
-#   tls_cluster_start_coordinator [FLAGS...]
+#   tls_cluster_start_coordinator [FLAGS...]  # /metrics on $COORDINATOR_METRICS_LISTEN if set
 #   tls_cluster_start_workers N [FLAGS...] # w1..wN in namespaces 10.77.i.1, region ri; their
 #                                         # --data-root: $TLS_CLUSTER_DATA_ROOT, else the repo
 #   tls_cluster_wait_idle N
@@ -62,7 +62,7 @@ pass() { echo "$TEST_NAME: PASS"; exit 0; }
 tls_cluster_start_coordinator() {
   wan_exec_prefix coord
   "${WAN_EXEC[@]}" "$BIN/geotrain-coordinator" --listen "$COORDINATOR_ADDR" \
-    --state-dir "$OUT/state" --metrics-listen "" --heartbeat-interval-ms 300 \
+    --state-dir "$OUT/state" --metrics-listen "${COORDINATOR_METRICS_LISTEN:-}" --heartbeat-interval-ms 300 \
     --heartbeat-timeout-ms 3000 --stop-timeout-seconds 10 \
     --tls-cert "$CERTS/coordinator.pem" --tls-key "$CERTS/coordinator.key" \
     --tls-ca "$CERTS/ca.pem" --join-token-file "$CERTS/join.token" \

@@ -113,14 +113,19 @@ class TaskSupervisorTest : public ::testing::Test {
 };
 
 TEST_F(TaskSupervisorTest, RunsAnAssignmentAndReportsItsLife) {
-  StartSupervisor(std::string("echo '") + kStepLine + "'\necho done >&2\nexit 0", /*threads=*/2);
+  // The child keeps a copy of its assignment file ($5: --assignment PATH), as it found it.
+  StartSupervisor(
+      std::string("cp \"$5\" \"$5.seen\"\necho '") + kStepLine + "'\necho done >&2\nexit 0",
+      /*threads=*/2);
   supervisor_->Handle(Assign(MakeAssignment("job-1", 3, 0)));
   WaitUntilIdle();
 
   const std::string task_dir = dir_.File("work/tasks/job-1-g3-s0-r0");
-  auto written = ReadAssignmentFile(task_dir + "/assignment.pb");
+  auto written = ReadAssignmentFile(task_dir + "/assignment.pb.seen");
   ASSERT_TRUE(written.ok()) << written.status().ToString();
   EXPECT_EQ(written->SerializeAsString(), MakeAssignment("job-1", 3, 0).SerializeAsString());
+  // Issue 20: the file holds the job's frame key, so it is gone once the task ended.
+  EXPECT_FALSE(std::filesystem::exists(task_dir + "/assignment.pb"));
 
   const Delivered delivered = Drain(outbox_);
   // STARTING at once, RUNNING before the first step, the end last.

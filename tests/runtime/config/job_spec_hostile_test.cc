@@ -30,9 +30,11 @@ TEST(JobSpecHostileTest, NameIsBounded) {
 // yaml-cpp would read the bytes and write each back as U+FFFD (three bytes), so the spec would
 // change on its way through JobSpecToYaml.
 TEST(JobSpecHostileTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
-  ExpectRefused("name: j\nmodel: {dir: \"/m\\xff\"}\n# caf\xe9\n", "line 3, byte 6: 0xe9");
-  ExpectRefused("name: \"j\xc0\xaf\"\n", "line 1, byte 9: 0xc0");  // overlong '/'
-  ExpectRefused("name: j\xed\xa0\x80\n", "line 1, byte 8: 0xed");  // a surrogate
+  ExpectRefused("name: j\nmodel: {dir: \"/m\\xff\"}\n# caf\xe9\n", "(line 3, column 6) is 0xe9");
+  ExpectRefused("name: \"j\xc0\xaf\"\n",
+                "byte offset 8 (line 1, column 9) is 0xc0");  // overlong '/'
+  ExpectRefused("name: j\xed\xa0\x80\n",
+                "byte offset 7 (line 1, column 8) is 0xed");  // a surrogate
   const auto spec = ParseJobSpec("name: caf\xc3\xa9-\xe2\x82\xac\n" + kRequired);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->name, "caf\xc3\xa9-\xe2\x82\xac");
@@ -42,10 +44,11 @@ TEST(JobSpecHostileTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
 }
 
 TEST(JobSpecHostileTest, StagesAndReplicasAreBounded) {
-  ExpectRefused("name: j\npipeline: {stages: 2147483647}\n", "pipeline.stages: 2147483647");
+  ExpectRefused("name: j\npipeline: {stages: 2147483647}\n",
+                "pipeline.stages (line 2): 2147483647 is outside [1, 1024]");
   ExpectRefused("name: j\npipeline: {stages: 1025}\n", "pipeline.stages");
   ExpectRefused("name: j\ndata_parallel: {replicas: 2147483647}\n",
-                "data_parallel.replicas: 2147483647");
+                "data_parallel.replicas (line 2): 2147483647 is outside [1, 4096]");
   ExpectRefused("name: j\npipeline: {stages: -3}\n", "pipeline.stages");
   // Each within its own limit, together more than 65536 ranks.
   ExpectRefused("name: j\npipeline: {stages: 1024}\ndata_parallel: {replicas: 4096}\n",

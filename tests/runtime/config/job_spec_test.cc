@@ -202,13 +202,13 @@ TEST(JobSpecTest, ErrorsNameTheKeyAndLine) {
       {"data_parallel: {codec: {quant_bits: 4, bits: [8]}}\n",
        "data_parallel.codec.bits (line 4): expected an integer, got a list"},
       {"pipeline: {stages: 2}\nmodel2: {layers: [[0, 1]]}\n", "model2 (line 5): unknown key"},
-      {"pipeline: {micro_batches: 0}\n", "pipeline.micro_batches: "},
-      {"optimizer: {warmup_steps: -3}\n", "optimizer.warmup_steps: "},
+      {"pipeline: {micro_batches: 0}\n", "pipeline.micro_batches (line 4): 0 is outside [1, "},
+      {"optimizer: {warmup_steps: -3}\n", "optimizer.warmup_steps (line 4): -3 is outside [0, "},
       {"compression: {forward: {codec: fixpoint, bits: 9}}\n",
-       "compression.forward.bits: 9 is outside 2..8 (line 4)"},
+       "compression.forward.bits (line 4): 9 is outside [2, 8]"},
       {"data_parallel: {mode: cocktail, codec: {codec: cocktail, quant_bits: 1}}\n",
-       "data_parallel.codec.quant_bits: 1 is outside 2..8 (line 4)"},
-      {"training: {max_restarts: -1}\n", "training.max_restarts: -1 is negative (line 4)"},
+       "data_parallel.codec.quant_bits (line 4): 1 is outside [2, 8]"},
+      {"training: {max_restarts: -1}\n", "training.max_restarts (line 4): -1 is outside [0, 1000]"},
       {"training: {max_restarts: many}\n",
        "training.max_restarts (line 4): expected an integer, got \"many\""},
       {"optimizer: {lr: 1\n", "job spec: yaml-cpp: error at line"},
@@ -306,16 +306,16 @@ TEST(JobSpecTest, ReportsEveryProblemOnceWithItsLine) {
                                         "training: {steps: 0, max_restarts: -2}\n");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
-  // Parse problems in the order of the file, then the checks of the values read.
+  // Parse problems (ranges included) in the order of the file, then the checks of the values.
   EXPECT_EQ(spec.status().message(),
             "7 problems:\n"
             "  pipeline.stages (line 5): expected an integer, got \"two\"\n"
+            "  pipeline.micro_batches (line 6): 0 is outside [1, 65536]\n"
             "  optimizer (line 7): expected a mapping, got a list\n"
+            "  compression.forward.bits (line 9): 9 is outside [2, 8]\n"
             "  compression.warmup_stepz (line 10): unknown key\n"
-            "  compression.forward.bits: 9 is outside 2..8 (line 9)\n"
-            "  pipeline.micro_batches: 0 is not positive (line 6)\n"
-            "  training.steps: 0 is not positive (line 11)\n"
-            "  training.max_restarts: -2 is negative (line 11)");
+            "  training.steps (line 11): 0 is outside [1, 1000000000000]\n"
+            "  training.max_restarts (line 11): -2 is outside [0, 1000]");
 }
 
 TEST(JobSpecTest, ReportsNoConsequencesOfAValueThatFailed) {
@@ -335,9 +335,9 @@ TEST(JobSpecTest, ReportsNoConsequencesOfAValueThatFailed) {
       {std::string(kMinimal) + "training: {checkpoint_every: 5, checkpoint_dir: [x]}\n",
        "training.checkpoint_dir (line 4): expected a string"},
       {std::string(kMinimal) + "data_parallel: {replicas: 0}\n",
-       "data_parallel.replicas: 0 is not positive (line 4)"},
+       "data_parallel.replicas (line 4): 0 is outside [1, 4096]"},
       {std::string(kMinimal) + "pipeline: {stages: 0}\n",
-       "pipeline.stages: 0 is not positive (line 4)"},
+       "pipeline.stages (line 4): 0 is outside [1, 1024]"},
       {"name: [t]\nmodel: {dir: m}\ndata: {train: [a]}\n", "name (line 1): expected a string"},
   };
   for (const auto& [yaml, expected] : cases) {
@@ -358,7 +358,7 @@ TEST(JobSpecTest, ReadsOnAfterABadKeyOrSection) {
   EXPECT_EQ(spec.status().message(),
             "2 problems:\n"
             "  optimizer (line 4): expected a mapping, got \"5\"\n"
-            "  training.steps: 0 is not positive (line 5)");
+            "  training.steps (line 5): 0 is outside [1, 1000000000000]");
 
   // Inside a section, the keys after an unknown one and around a duplicate are read.
   spec = ParseJobSpec(std::string(kMinimal) +
@@ -370,10 +370,10 @@ TEST(JobSpecTest, ReadsOnAfterABadKeyOrSection) {
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().message(),
             "4 problems:\n"
+            "  compression.forward.bits (line 5): 1 is outside [2, 8]\n"
             "  compression.forward.bitz (line 5): unknown key\n"
             "  compression.warmup_steps (line 7): duplicate key\n"
-            "  compression.forward.bits: 1 is outside 2..8 (line 5)\n"
-            "  compression.autoencoder_dim: -1 is negative (line 8)");
+            "  compression.autoencoder_dim (line 8): -1 is outside [0, 65536]");
 
   // A value the file does not give has no line to point at.
   spec = ParseJobSpec("name: t\nmodel: {dir: m}\n");
@@ -407,7 +407,7 @@ JobSpec EveryFieldSet() {
   a.data.tokenizer_dir = "tok dir";
   a.data.cache_dir = "";
   a.data.seq_length = 77;
-  a.data.samples_per_epoch = 18446744073709551615u;
+  a.data.samples_per_epoch = 999999999999u;  // the top of its range
   a.data.task = Task::kSequenceClassification;
   a.data.text_field = "3";
   a.data.pair_field = "second text";
