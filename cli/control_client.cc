@@ -168,6 +168,10 @@ StatusOr<v1::LinkMatrix> CoordinatorClient::GetLinks() {
 }
 
 std::unique_ptr<JobUpdateStream> CoordinatorClient::WatchJob(const v1::WatchJobRequest& request) {
+  if (channel_->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) {
+    channel_->WaitForConnected(std::chrono::system_clock::now() +
+                               std::chrono::milliseconds(timeout_ms_));
+  }
   return std::make_unique<GrpcJobUpdateStream>(*this, *stub_, request);
 }
 

@@ -30,6 +30,9 @@ class CoordinatorClient final : public JobUpdateSource {
   StatusOr<v1::Job> CancelJob(const std::string& job_id);
   StatusOr<v1::ListWorkersResponse> ListWorkers(bool include_dead);
   StatusOr<v1::LinkMatrix> GetLinks();
+  // Waits (up to the request timeout) for a connection first when the channel has none: while
+  // gRPC backs off after a coordinator restart a stream would fail at once, and nothing would
+  // drive the reconnection's TLS handshake (worker/coordinator_channel.h tells the story).
   std::unique_ptr<JobUpdateStream> WatchJob(const v1::WatchJobRequest& request) override;
 
   // A failed call's status as the user should read it (see the class comment). `rpc` names the

@@ -54,6 +54,10 @@ void WorkerSession::RebuildChannel(const std::string& why) {
 
 void WorkerSession::RequestShutdown() {
   shutdown_ = true;
+  {
+    std::lock_guard<std::mutex> lock(register_mu_);
+    if (register_call_ != nullptr) register_call_->TryCancel();
+  }
   wakeup_->Notify();
 }
 
@@ -67,6 +71,7 @@ Status WorkerSession::Run() {
   while (!shutdown_) {
     StatusOr<geotrain::v1::RegisterResponse> registered = Register();
     if (!registered.ok()) {
+      if (shutdown_) break;  // the call was cancelled
       const std::chrono::milliseconds delay = backoff.Next();
       ++failures;
       if (connected_since_rebuild || failures % rebuild_every == 0) {
@@ -108,7 +113,16 @@ StatusOr<geotrain::v1::RegisterResponse> WorkerSession::Register() {
   request.set_worker_id(worker_id_);
   *request.mutable_capabilities() = options_.capabilities;
   geotrain::v1::RegisterResponse response;
+  {
+    std::lock_guard<std::mutex> lock(register_mu_);
+    if (shutdown_) return Unavailable("shutting down");
+    register_call_ = &context;
+  }
   const grpc::Status status = stub_->Register(&context, request, &response);
+  {
+    std::lock_guard<std::mutex> lock(register_mu_);
+    register_call_ = nullptr;
+  }
   if (!status.ok()) {
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && !worker_id_.empty()) {
       // The coordinator lost its record of us (a new state directory): become a new worker

@@ -108,6 +108,10 @@ class WorkerSession {
   int channel_builds_ = 0;
   std::string worker_id_;
   std::atomic<bool> shutdown_{false};
+  // The Register call in flight, cancelled by RequestShutdown (it may wait register_timeout for
+  // a connection).
+  std::mutex register_mu_;
+  grpc::ClientContext* register_call_ = nullptr;
 
   // Filled by the reader thread, drained by the main loop.
   std::mutex inbox_mu_;
