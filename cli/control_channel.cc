@@ -10,7 +10,9 @@ std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(
     const CoordinatorAddress& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
+  // gRPC reads this as the minimum connect timeout (TCP, TLS handshake, HTTP/2 preface); a
+  // shorter one cuts TLS handshakes on a loaded machine (worker/coordinator_channel.h).
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 4000);
   // Not below gRPC servers' default minimum ping interval (5 min): faster pings would be
   // answered with GOAWAY "too_many_pings" by a coordinator that does not opt in to them.

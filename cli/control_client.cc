@@ -2,6 +2,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "cli/control_grpc_status.h"
@@ -168,6 +169,12 @@ StatusOr<v1::LinkMatrix> CoordinatorClient::GetLinks() {
 }
 
 std::unique_ptr<JobUpdateStream> CoordinatorClient::WatchJob(const v1::WatchJobRequest& request) {
+  // Only a reopened watch waits: a first one against a closed port fails at once, as every call.
+  if (watch_opened_ && channel_->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) {
+    channel_->WaitForConnected(std::chrono::system_clock::now() +
+                               std::chrono::milliseconds(std::min<int64_t>(timeout_ms_, 5000)));
+  }
+  watch_opened_ = true;
   return std::make_unique<GrpcJobUpdateStream>(*this, *stub_, request);
 }
 

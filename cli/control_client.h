@@ -30,6 +30,10 @@ class CoordinatorClient final : public JobUpdateSource {
   StatusOr<v1::Job> CancelJob(const std::string& job_id);
   StatusOr<v1::ListWorkersResponse> ListWorkers(bool include_dead);
   StatusOr<v1::LinkMatrix> GetLinks();
+  // A reopened watch (after a break) first waits, up to the request timeout but at most 5 s, for
+  // a connection when the channel has none: while gRPC backs off after a coordinator restart a
+  // stream would fail at once, and nothing would drive the reconnection's TLS handshake
+  // (worker/coordinator_channel.h tells the story). --reconnect-seconds may be overrun by that.
   std::unique_ptr<JobUpdateStream> WatchJob(const v1::WatchJobRequest& request) override;
 
   // A failed call's status as the user should read it (see the class comment). `rpc` names the
@@ -44,6 +48,7 @@ class CoordinatorClient final : public JobUpdateSource {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
   int64_t timeout_ms_;
+  bool watch_opened_ = false;  // a WatchJob stream was opened before
 };
 
 }  // namespace geotrain::cli

@@ -73,6 +73,7 @@ void CoordinatorStore::Run(const std::string& operation, milliseconds timeout,
   const Clock::time_point deadline = Clock::now() + budget;
   Backoff backoff(kRetryBackoff);
   grpc::Status last;
+  grpc::Status failure;  // the last error other than a slice's deadline, for the message
   bool retried = false;
   while (true) {
     const Clock::time_point now = Clock::now();
@@ -80,15 +81,17 @@ void CoordinatorStore::Run(const std::string& operation, milliseconds timeout,
       std::string message =
           Describe(operation) + ": timed out after " + std::to_string(budget.count()) + " ms";
       if (!waiting_for.empty()) message += " waiting for keys " + KeyList(waiting_for);
-      if (!last.ok() && last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-        message += " (last error: " + DescribeRpcError(last) + ")";
-      }
+      if (!failure.ok()) message += " (last error: " + DescribeRpcError(failure) + ")";
       throw std::runtime_error(message);
     }
     const milliseconds slice = std::min(std::chrono::ceil<milliseconds>(deadline - now), kRpcSlice);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + slice);
+    // After a failure to connect, the retries wait for the new connection (a restarted
+    // coordinator), and this thread drives its TLS handshake meanwhile (coordinator_channel.h).
+    if (retried) WaitForReady(context);
     last = attempt(&context, slice);
+    if (!last.ok() && last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) failure = last;
     if (last.ok()) {
       if (retried) spdlog::info("{}: the coordinator answered again", Describe(operation));
       return;

@@ -5,10 +5,12 @@
 // Every c10d call is one logical operation with an overall timeout: the store's timeout
 // (getTimeout()), or wait()'s argument; kNoTimeout means kNoTimeoutCap. It is carried out by RPCs
 // of at most kRpcSlice each, re-issued until the operation succeeds or its timeout passes, so that
-// neither end holds a call open for long and a coordinator restart mid-rendezvous is survived:
+// neither end holds a call open for long and a coordinator restart mid-rendezvous is survived.
 // UNAVAILABLE (and CANCELLED, which only a server going away causes, since this class never
 // cancels its own calls) are retried with back-off from 100 ms doubling to 2 s, with jitter
-// (common/backoff.h) so that the ranks of a job do not all come back at once. A retried add()
+// (common/backoff.h) so that the ranks of a job do not all come back at once; the retries wait
+// for a connection (wait_for_ready) within their slice, so a restarted coordinator, TLS
+// included, is reached as soon as it listens (coordinator_channel.h). A retried add()
 // may count twice if the coordinator applied it but its answer was lost; c10d's own stores have
 // the same at-least-once behaviour on reconnect.
 //

@@ -180,7 +180,8 @@ int DaemonMain(int argc, char** argv) {
   capability_flags.data_port_max = static_cast<uint32_t>(flags.port_max);
   capability_flags.probe_port =
       probe_server != nullptr ? static_cast<uint32_t>(probe_server->port()) : 0;
-  // Read once here, so a missing or unreadable certificate or token ends the daemon at once.
+  // Read here, so a missing or unreadable certificate or token ends the daemon at once; the
+  // session reads the files again whenever it rebuilds its channel.
   auto credentials = geotrain::auth::MakeChannelCredentials(flags.credentials);
   if (!credentials.ok()) {
     spdlog::error("{}", credentials.status().message());
@@ -188,7 +189,7 @@ int DaemonMain(int argc, char** argv) {
   }
   SessionOptions session_options;
   session_options.coordinator = flags.coordinator;
-  session_options.credentials = *credentials;
+  session_options.credential_files = flags.credentials;
   session_options.work_dir = flags.work_dir;
   session_options.capabilities = DetectCapabilities(capability_flags);
   session_options.metrics = metrics.get();

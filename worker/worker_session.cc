@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "common/clock.h"
@@ -23,15 +24,40 @@ constexpr int kReminderEvery = 12;
 
 WorkerSession::WorkerSession(SessionOptions options, TaskSupervisor* supervisor, Outbox* outbox,
                              Wakeup* wakeup)
-    : options_(std::move(options)),
-      supervisor_(supervisor),
-      outbox_(outbox),
-      wakeup_(wakeup),
-      channel_(CoordinatorChannel(options_.coordinator, options_.credentials)),
-      stub_(geotrain::v1::Coordinator::NewStub(channel_)) {}
+    : options_(std::move(options)), supervisor_(supervisor), outbox_(outbox), wakeup_(wakeup) {
+  RebuildChannel("");
+}
+
+void WorkerSession::RebuildChannel(const std::string& why) {
+  StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      auth::MakeChannelCredentials(options_.credential_files);
+  if (!credentials.ok()) {
+    if (stub_ == nullptr) {
+      // No channel yet (main.cc checked the files a moment ago): a channel that fails every call
+      // says so at each attempt, and the next rebuild reads the files again.
+      spdlog::error("{}; retrying", credentials.status().message());
+      channel_ = CoordinatorChannel(options_.coordinator, grpc::InsecureChannelCredentials());
+      stub_ = geotrain::v1::Coordinator::NewStub(channel_);
+    } else {
+      spdlog::warn("keeping the channel to the coordinator at {}: {}", options_.coordinator,
+                   credentials.status().message());
+    }
+    return;
+  }
+  channel_ = CoordinatorChannel(options_.coordinator, *std::move(credentials));
+  stub_ = geotrain::v1::Coordinator::NewStub(channel_);
+  if (++channel_builds_ > 1) {
+    spdlog::info("new channel to the coordinator at {} ({}; credential files read again)",
+                 options_.coordinator, why);
+  }
+}
 
 void WorkerSession::RequestShutdown() {
   shutdown_ = true;
+  {
+    std::lock_guard<std::mutex> lock(register_mu_);
+    if (register_call_ != nullptr) register_call_->TryCancel();
+  }
   wakeup_->Notify();
 }
 
@@ -40,11 +66,20 @@ Status WorkerSession::Run() {
   if (!worker_id_.empty()) supervisor_->SetWorkerId(worker_id_);
   Backoff backoff(options_.backoff);
   int failures = 0;
+  bool connected_since_rebuild = false;  // a session was up on the current channel
+  const int rebuild_every = std::max(1, options_.rebuild_every);
   while (!shutdown_) {
     StatusOr<geotrain::v1::RegisterResponse> registered = Register();
     if (!registered.ok()) {
+      if (shutdown_) break;  // the call was cancelled
       const std::chrono::milliseconds delay = backoff.Next();
       ++failures;
+      if (connected_since_rebuild || failures % rebuild_every == 0) {
+        RebuildChannel(connected_since_rebuild
+                           ? std::string("the first registration since the session ended failed")
+                           : std::to_string(failures) + " registrations in a row failed");
+        connected_since_rebuild = false;
+      }
       const auto level = failures == 1 || failures % kReminderEvery == 0 ? spdlog::level::warn
                                                                          : spdlog::level::debug;
       spdlog::log(level, "{} (attempt {}); trying again in {} ms", registered.status().message(),
@@ -59,7 +94,10 @@ Status WorkerSession::Run() {
                    options_.default_heartbeat.count());
       heartbeat = options_.default_heartbeat;
     }
-    if (RunSession(heartbeat)) backoff.Reset();
+    if (RunSession(heartbeat)) {
+      backoff.Reset();
+      connected_since_rebuild = true;
+    }
     if (!shutdown_) Pause(backoff.Next());
   }
   StopTasksOffline();
@@ -70,11 +108,21 @@ Status WorkerSession::Run() {
 StatusOr<geotrain::v1::RegisterResponse> WorkerSession::Register() {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options_.register_timeout);
+  WaitForReady(context);
   geotrain::v1::RegisterRequest request;
   request.set_worker_id(worker_id_);
   *request.mutable_capabilities() = options_.capabilities;
   geotrain::v1::RegisterResponse response;
+  {
+    std::lock_guard<std::mutex> lock(register_mu_);
+    if (shutdown_) return Unavailable("shutting down");
+    register_call_ = &context;
+  }
   const grpc::Status status = stub_->Register(&context, request, &response);
+  {
+    std::lock_guard<std::mutex> lock(register_mu_);
+    register_call_ = nullptr;
+  }
   if (!status.ok()) {
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && !worker_id_.empty()) {
       // The coordinator lost its record of us (a new state directory): become a new worker
@@ -82,6 +130,13 @@ StatusOr<geotrain::v1::RegisterResponse> WorkerSession::Register() {
       spdlog::warn("the coordinator does not know worker id {} ({}); registering as a new worker",
                    worker_id_, status.error_message());
       worker_id_.clear();
+    }
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+        channel_->GetState(false) != GRPC_CHANNEL_READY) {
+      return Unavailable("registering with the coordinator at " + options_.coordinator +
+                         ": no connection within " +
+                         std::to_string(options_.register_timeout.count()) +
+                         " ms (down, unreachable, or the TLS handshake failed)");
     }
     return Unavailable("registering with the coordinator at " + options_.coordinator + ": " +
                        DescribeRpcError(status));

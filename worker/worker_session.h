@@ -10,6 +10,13 @@
 // exponential back-off and jitter (200 ms doubling to 5 s). It never gives up: an unreachable
 // coordinator is not a reason to stop training.
 //
+// Each Register waits for a connection (wait_for_ready, up to register_timeout), so the loop's
+// thread drives the TLS handshake instead of failing at once while gRPC backs off
+// (coordinator_channel.h says why that matters). The channel is rebuilt, its credential files
+// read again (so rotated certificates and tokens are picked up), at the first failed
+// registration after a session had been up and after every rebuild_every failures in a row; a
+// rebuild that cannot read the files keeps the old channel and says why.
+//
 // Threads: Run() is the main loop, on the thread that must outlive the tasks (it forks them via
 // the supervisor). While a session is open a reader thread receives CoordinatorMessages and
 // queues them for the main loop. Everything else (task monitors, the probe runner, signal
@@ -25,6 +32,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/auth/channel_credentials.h"
 #include "common/backoff.h"
 #include "common/status.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
@@ -38,12 +46,15 @@ namespace geotrain::worker {
 
 struct SessionOptions {
   std::string coordinator;  // HOST:PORT
-  // TLS and the join token (coordinator_channel.h); null: insecure.
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // TLS and the join token (auth::MakeChannelCredentials), read at each channel rebuild; none
+  // given: insecure.
+  auth::ClientCredentialFiles credential_files;
   std::string work_dir;  // holds worker-id
   geotrain::v1::WorkerCapabilities capabilities;
   BackoffOptions backoff;  // between attempts to register / open the session
-  std::chrono::milliseconds register_timeout{10000};  // one Register call
+  std::chrono::milliseconds register_timeout{10000};  // one Register call, connecting included
+  // Failed registrations in a row after which the channel is rebuilt (>= 1).
+  int rebuild_every = 3;
   // After closing our side at shutdown, how long the coordinator may take to end the stream.
   std::chrono::milliseconds close_timeout{2000};
   // Used when the coordinator's RegisterResponse names no heartbeat interval.
@@ -70,6 +81,9 @@ class WorkerSession {
   void RequestShutdown();
 
  private:
+  // A new channel and stub from the credential files as they are now; keeps the old ones (and
+  // logs why) when the files cannot be read.
+  void RebuildChannel(const std::string& why);
   // Registers; on success stores the id and hands it to the supervisor.
   StatusOr<geotrain::v1::RegisterResponse> Register();
   // One session, from hello to the stream's end. Returns whether the hello went through.
@@ -91,8 +105,13 @@ class WorkerSession {
   Wakeup* const wakeup_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<geotrain::v1::Coordinator::Stub> stub_;
+  int channel_builds_ = 0;
   std::string worker_id_;
   std::atomic<bool> shutdown_{false};
+  // The Register call in flight, cancelled by RequestShutdown (it may wait register_timeout for
+  // a connection).
+  std::mutex register_mu_;
+  grpc::ClientContext* register_call_ = nullptr;
 
   // Filled by the reader thread, drained by the main loop.
   std::mutex inbox_mu_;

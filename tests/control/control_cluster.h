@@ -6,7 +6,9 @@
 // worker's task processes die with their daemon), so a failing test leaves nothing behind.
 // Workers run their tasks with the source tree as --data-root, so the example job's relative paths
 // (examples/...) resolve, and the cluster's directory as an --allow-path, where the jobs' outputs
-// go. Not thread-safe: the test's thread owns the cluster.
+// go. With ClusterOptions::tls the cluster runs as docs/security.md deploys it (TLS, worker
+// certificates, join and admin tokens; ClusterTls). Not thread-safe: the test's thread owns the
+// cluster.
 #pragma once
 
 #include <dirent.h>
@@ -41,6 +43,12 @@ namespace geotrain::control::testing {
 
 using Args = std::vector<std::string>;
 using Clock = std::chrono::steady_clock;
+
+// `left` followed by `right`.
+inline Args Concat(Args left, const Args& right) {
+  left.insert(left.end(), right.begin(), right.end());
+  return left;
+}
 
 using ::geotrain::testing::FreeLoopbackPort;
 using ::geotrain::testing::ReadFile;
@@ -175,12 +183,47 @@ struct ClusterOptions {
   int heartbeat_interval_ms = 300;
   int heartbeat_timeout_ms = 3000;
   int stop_timeout_seconds = 10;
+  // TLS, worker client certificates (mTLS), the join token and the admin token, as
+  // docs/security.md deploys them (ClusterTls); false: plain gRPC on loopback.
+  bool tls = false;
 };
+
+// The extra flags of each kind of process in a TLS cluster.
+struct ClusterTlsFlags {
+  Args coordinator;
+  Args worker;
+  Args cli;
+};
+
+// The one place that sets a cluster's security up: `geotrain certs init` into DIR/certs, and the
+// flags that hand its files to the coordinator, the workers and the CLI. Empty flags when the
+// certificates cannot be made (the test fails, naming the error).
+inline ClusterTlsFlags ClusterTls(const std::string& dir) {
+  const std::string certs = dir + "/certs";
+  {
+    Process init(GEOTRAIN_CLI_BINARY, Args{"certs", "init", "--dir", certs}, dir + "/certs-init");
+    const bool ended = init.Wait(std::chrono::seconds(60));
+    EXPECT_TRUE(ended && init.exit_code() == 0) << "geotrain certs init: " << init.Stderr();
+    if (!ended || init.exit_code() != 0) return {};
+  }
+  ClusterTlsFlags flags;
+  flags.coordinator = {"--tls-cert",         certs + "/coordinator.pem",
+                       "--tls-key",          certs + "/coordinator.key",
+                       "--tls-ca",           certs + "/ca.pem",
+                       "--join-token-file",  certs + "/join.token",
+                       "--admin-token-file", certs + "/admin.token"};
+  flags.worker = {"--tls-ca",  certs + "/ca.pem",     "--tls-cert",        certs + "/worker.pem",
+                  "--tls-key", certs + "/worker.key", "--join-token-file", certs + "/join.token"};
+  flags.cli = {"--tls-ca", certs + "/ca.pem", "--admin-token-file", certs + "/admin.token"};
+  return flags;
+}
 
 class ControlCluster {
  public:
   explicit ControlCluster(ClusterOptions options = ClusterOptions())
-      : options_(options), port_(FreeLoopbackPort()) {}
+      : options_(options), port_(FreeLoopbackPort()) {
+    if (options_.tls) tls_ = ClusterTls(dir());
+  }
   ~ControlCluster() {
     // Workers first: a coordinator that outlives them only marks them dead.
     workers_.clear();
@@ -195,10 +238,12 @@ class ControlCluster {
     const std::string log = dir() + "/coordinator-" + std::to_string(++coordinator_starts_);
     coordinator_ = std::make_unique<Process>(
         GEOTRAIN_COORDINATOR_BINARY,
-        Args{"--listen", address(), "--state-dir", dir() + "/state", "--heartbeat-interval-ms",
-             std::to_string(options_.heartbeat_interval_ms), "--heartbeat-timeout-ms",
-             std::to_string(options_.heartbeat_timeout_ms), "--stop-timeout-seconds",
-             std::to_string(options_.stop_timeout_seconds), "--metrics-listen", "127.0.0.1:0"},
+        Concat(
+            Args{"--listen", address(), "--state-dir", dir() + "/state", "--heartbeat-interval-ms",
+                 std::to_string(options_.heartbeat_interval_ms), "--heartbeat-timeout-ms",
+                 std::to_string(options_.heartbeat_timeout_ms), "--stop-timeout-seconds",
+                 std::to_string(options_.stop_timeout_seconds), "--metrics-listen", "127.0.0.1:0"},
+            tls_.coordinator),
         log);
     const bool serving = WaitUntil(
         [&] {
@@ -221,7 +266,8 @@ class ControlCluster {
               "--allow-path",  dir(),        "--threads",        "1",           "--metrics-listen",
               "127.0.0.1:0"};
     for (const std::string& path : allowed_paths_) args.insert(args.end(), {"--allow-path", path});
-    workers_.push_back(std::make_unique<Process>(GEOTRAIN_WORKER_BINARY, args, dir() + "/" + name));
+    workers_.push_back(std::make_unique<Process>(GEOTRAIN_WORKER_BINARY, Concat(args, tls_.worker),
+                                                 dir() + "/" + name));
     return *workers_.back();
   }
   // Another directory the workers started from now on let jobs name (e.g. a small disk).
@@ -233,6 +279,7 @@ class ControlCluster {
   CliResult Cli(Args args, std::chrono::seconds timeout = std::chrono::seconds(60)) {
     args.push_back("--coordinator");
     args.push_back(address());
+    args = Concat(std::move(args), tls_.cli);
     const std::string log = dir() + "/cli-" + std::to_string(++cli_calls_);
     Process cli(GEOTRAIN_CLI_BINARY, args, log);
     CliResult result;
@@ -245,6 +292,7 @@ class ControlCluster {
   std::unique_ptr<Process> CliInBackground(Args args) {
     args.push_back("--coordinator");
     args.push_back(address());
+    args = Concat(std::move(args), tls_.cli);
     return std::make_unique<Process>(GEOTRAIN_CLI_BINARY, args,
                                      dir() + "/cli-" + std::to_string(++cli_calls_));
   }
@@ -371,6 +419,7 @@ class ControlCluster {
 
   ClusterOptions options_;
   ::geotrain::testing::TempDir dir_;
+  ClusterTlsFlags tls_;  // empty without TLS
   int port_;
   int coordinator_starts_ = 0;
   int cli_calls_ = 0;
