@@ -8,6 +8,7 @@
 // ToGrpcStatus: the one Status -> grpc::Status conversion, shared with the Rendezvous service.
 #include "coordinator/rendezvous_service.h"
 #include "coordinator/session_stream.h"
+#include "coordinator/worker_identity.h"
 
 namespace geotrain::coordinator {
 namespace {
@@ -33,7 +34,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* context,
     const Status allowed = limits_.registrations->Acquire(PeerHost(context->peer()));
     if (!allowed.ok()) return ToGrpcStatus(allowed);
   }
-  return Reply(core_->Register(*request), response);
+  return Reply(core_->Register(*request, CallerOf(*context)), response);
 }
 
 grpc::Status CoordinatorService::Session(
@@ -47,7 +48,7 @@ grpc::Status CoordinatorService::Session(
   }
   const std::string worker_id = message.hello().worker_id();
   auto sink = std::make_shared<SessionStream>(context, stream);
-  StatusOr<uint64_t> session = core_->OpenSession(message.hello(), sink);
+  StatusOr<uint64_t> session = core_->OpenSession(message.hello(), sink, CallerOf(*context));
   if (!session.ok()) {
     sink->Finish();
     return ToGrpcStatus(session.status());
