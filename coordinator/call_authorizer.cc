@@ -156,7 +156,11 @@ grpc::Status CallAuthorizer::Process(const InputMetadata& auth_metadata, grpc::A
   }
   std::string name;
   status = CheckWorkerCertificate(method, pem, &name);
-  if (status.ok() && !name.empty()) context->AddProperty(kIdentityProperty, name);
+  if (!status.ok()) return status;
+  if (!name.empty()) context->AddProperty(kIdentityProperty, name);
+  if (const auto identity = IdentityOfCertificate(pem); identity.ok()) {
+    context->AddProperty(kFingerprintProperty, identity->fingerprint);
+  }
   return status;
 }
 

@@ -6,7 +6,9 @@
 
 #include "coordinator/job_state_machine.h"
 // ToGrpcStatus: the one Status -> grpc::Status conversion, shared with the Rendezvous service.
+#include "coordinator/permission_denied.h"
 #include "coordinator/rendezvous_service.h"
+#include "coordinator/revoked_workers.h"
 #include "coordinator/session_stream.h"
 #include "coordinator/worker_identity.h"
 
@@ -53,8 +55,21 @@ grpc::Status CoordinatorService::Session(
     sink->Finish();
     return ToGrpcStatus(session.status());
   }
+  const CallerIdentity caller = CallerOf(*context);
+  const std::string fingerprint = FingerprintOf(*context);
   Status status;
   while (stream->Read(&message)) {
+    if (limits_.revoked != nullptr && caller.certified) {
+      if (const std::string revocation = limits_.revoked->RevocationOf(caller.name, fingerprint);
+          !revocation.empty()) {
+        spdlog::warn(
+            "worker {} ({}): session ended, its certificate is revoked by {} in "
+            "--revoked-workers",
+            worker_id, caller.Describe(), revocation);
+        status = PermissionDenied("Session: the worker certificate is revoked (--revoked-workers)");
+        break;
+      }
+    }
     status = core_->HandleWorkerMessage(worker_id, *session, message);
     if (!status.ok()) break;
   }

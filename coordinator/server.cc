@@ -25,7 +25,7 @@ constexpr std::chrono::seconds kShutdownGrace{2};
 // The server's credentials: insecure, or TLS (with client certificates requested and verified
 // when there is a CA) and the CallAuthorizer.
 StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const ServerSecurityOptions& security) {
+    const ServerSecurityOptions& security, std::shared_ptr<RevokedWorkers> revoked) {
   if (security.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions ssl(security.tls_ca_file.empty()
                                             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
@@ -45,10 +45,7 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   CallAuthorizerOptions authorizer;
   authorizer.require_client_cert = !security.tls_ca_file.empty();
   authorizer.allow_shared_worker_cert = security.allow_shared_worker_cert;
-  if (!security.revoked_workers_file.empty()) {
-    GEOTRAIN_ASSIGN_OR_RETURN(authorizer.revoked,
-                              RevokedWorkers::Open(security.revoked_workers_file, &RealClock()));
-  }
+  authorizer.revoked = std::move(revoked);
   if (!security.join_token_file.empty()) {
     GEOTRAIN_ASSIGN_OR_RETURN(authorizer.join_token,
                               auth::ReadTokenFile({security.join_token_file, "--join-token-file"}));
@@ -144,8 +141,13 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         "max receive message size: " + std::to_string(options.max_receive_message_bytes) +
         " bytes is below 1024");
   }
+  std::shared_ptr<RevokedWorkers> revoked;
+  if (!options.security.revoked_workers_file.empty()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        revoked, RevokedWorkers::Open(options.security.revoked_workers_file, &RealClock()));
+  }
   GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                            MakeServerCredentials(options.security));
+                            MakeServerCredentials(options.security, revoked));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   GEOTRAIN_ASSIGN_OR_RETURN(server->store_, OpenSqliteStateStore(options.state_dir));
   server->kv_ = std::make_unique<KvStore>(options.rendezvous);
@@ -161,7 +163,9 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                           "--max-submissions-per-minute", &RealClock());
   server->coordinator_service_ = std::make_unique<CoordinatorService>(
       server->core_.get(), server->store_.get(),
-      CallLimits{server->registration_limiter_.get(), server->submission_limiter_.get()});
+      CallLimits{server->registration_limiter_.get(), server->submission_limiter_.get(),
+                 revoked.get()});
+  server->revoked_ = std::move(revoked);
   CoordinatorCore* core = server->core_.get();
   server->rendezvous_service_ = std::make_unique<RendezvousService>(
       server->kv_.get(), [core](const CallerIdentity& caller, const KvScopeId& scope) {

@@ -27,6 +27,7 @@ class ClientRateLimiter;
 class KvStore;
 class CoordinatorService;
 class RendezvousService;
+class RevokedWorkers;
 class SchedulerThread;
 
 struct ServerSecurityOptions {
@@ -107,6 +108,8 @@ class CoordinatorServer {
   std::unique_ptr<ClientRateLimiter> submission_limiter_;
   std::unique_ptr<CoordinatorService> coordinator_service_;
   std::unique_ptr<RendezvousService> rendezvous_service_;
+  // --revoked-workers; shared with the CallAuthorizer of the credentials.
+  std::shared_ptr<RevokedWorkers> revoked_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   int port_ = 0;

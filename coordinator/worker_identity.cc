@@ -68,4 +68,14 @@ CallerIdentity CallerOf(const grpc::ServerContext& context) {
   return caller;
 }
 
+std::string FingerprintOf(const grpc::ServerContext& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  std::string fingerprint;
+  if (auth == nullptr) return fingerprint;
+  for (const grpc::string_ref& value : auth->FindPropertyValues(kFingerprintProperty)) {
+    fingerprint.assign(value.data(), value.size());
+  }
+  return fingerprint;
+}
+
 }  // namespace geotrain::coordinator

@@ -18,8 +18,10 @@
 
 namespace geotrain::coordinator {
 
-// The AuthContext property CallAuthorizer adds: the caller's worker name, once checked.
+// The AuthContext properties CallAuthorizer adds: the caller's worker name, once checked, and
+// its certificate's fingerprint (for revocations made while a session is open).
 inline constexpr char kIdentityProperty[] = "geotrain_worker_identity";
+inline constexpr char kFingerprintProperty[] = "geotrain_worker_fingerprint";
 
 // What a verified client certificate says.
 struct CertificateIdentity {
@@ -33,5 +35,7 @@ StatusOr<CertificateIdentity> IdentityOfCertificate(std::string_view pem);
 
 // The identity of the call CallAuthorizer let in.
 CallerIdentity CallerOf(const grpc::ServerContext& context);
+// Its client certificate's fingerprint ("" without one).
+std::string FingerprintOf(const grpc::ServerContext& context);
 
 }  // namespace geotrain::coordinator

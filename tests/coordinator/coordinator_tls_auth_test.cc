@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <google/protobuf/descriptor.h>
 
@@ -75,6 +76,9 @@ class CoordinatorTlsTest : public ::testing::Test {
     options.state_dir = dir_.path() + "/state";
     options.tick_period = std::chrono::milliseconds(50);
     options.security = SecurityFrom(certs_);
+    revoked_ = dir_.path() + "/revoked-workers";
+    std::ofstream(revoked_) << "# none\n";
+    options.security.revoked_workers_file = revoked_;
     options.max_submissions_per_minute = 3;
     auto server = CoordinatorServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -138,7 +142,7 @@ class CoordinatorTlsTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::string certs_, other_;
+  std::string certs_, other_, revoked_;
   std::unique_ptr<CoordinatorServer> server_;
 };
 
@@ -186,6 +190,34 @@ TEST_F(CoordinatorTlsTest, AWorkerIdIsBoundToItsIdentityAndKvCallsToPlacedWorker
   EXPECT_EQ(kv.error_code(), grpc::StatusCode::PERMISSION_DENIED) << kv.error_message();
   EXPECT_NE(kv.error_message().find("rendezvous scope job 'job-1' generation 1"), std::string::npos)
       << kv.error_message();
+}
+
+TEST_F(CoordinatorTlsTest, ARevokedWorkersOpenSessionEndsAndItCannotComeBack) {
+  const std::string join = In(certs_, auth::kJoinTokenFile);
+  const auto channel = WorkerChannel(join, "w1");
+  std::string id;
+  ASSERT_TRUE(Register(channel, "", &id).ok());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
+  auto stream = v1::Coordinator::NewStub(channel)->Session(&context);
+  v1::WorkerMessage message;
+  message.mutable_hello()->set_worker_id(id);
+  ASSERT_TRUE(stream->Write(message));
+  message.Clear();
+  message.mutable_heartbeat()->set_unix_ms(1);
+  ASSERT_TRUE(stream->Write(message));
+
+  std::ofstream(revoked_, std::ios::trunc) << "w1\n";
+  // The list is re-read at most once a second: heartbeats until the session ends.
+  for (int i = 0; i < 100 && stream->Write(message); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::PERMISSION_DENIED) << ended.error_message();
+  EXPECT_NE(ended.error_message().find("revoked"), std::string::npos) << ended.error_message();
+  const grpc::Status again = Register(WorkerChannel(join, "w1"), id);
+  EXPECT_EQ(again.error_code(), grpc::StatusCode::PERMISSION_DENIED) << again.error_message();
+  EXPECT_TRUE(Register(WorkerChannel(join, "w2")).ok());
 }
 
 TEST_F(CoordinatorTlsTest, TheRendezvousStoreIsClosedToOthers) {
