@@ -36,6 +36,9 @@ refused() {  # refused WHO JOB GENERATION CMD ARGS...: the call must be refused 
     fail "$who $cmd on $job generation $gen was not refused: $out"
   expect_logged "refused rendezvous call on job '$job' generation $gen: worker identity '$who' holds no live rank there"
 }
+# The scope is open to its own ranks' identity: the refusals below are not blanket ones.
+out=$(attack_as "$placed" kv-numkeys "$JOB" "$generation" || true)
+[[ $out == "OK "*" keys" ]] || fail "$placed (placed in $JOB) cannot read its own scope: $out"
 refused "$outsider" "$JOB" "$generation" kv-numkeys
 refused "$outsider" "$JOB" "$generation" kv-get 0
 refused "$outsider" "$JOB" "$generation" kv-set 0 poisoned
