@@ -197,10 +197,9 @@ int main(int argc, char** argv) {
       *request.mutable_scope() = Scope(command[1], command[2]);
       request.set_key(command[3]);
       v1::KvDeleteResponse response;
-      return Report(WithDeadline([&](grpc::ClientContext* c) {
-                      return kv->KvDelete(c, request, &response);
-                    }),
-                    response.deleted() ? "deleted" : "absent");
+      return Report(
+          WithDeadline([&](grpc::ClientContext* c) { return kv->KvDelete(c, request, &response); }),
+          response.deleted() ? "deleted" : "absent");
     }
     if (cmd == "kv-numkeys" && args == 2) {
       v1::KvNumKeysRequest request;
