@@ -42,8 +42,9 @@ int RunCertsAddWorker(const auth::AddWorkerOptions& options, std::ostream& out, 
       << "identity:    " << auth::kWorkerIdentityUriPrefix << options.name << "\n"
       << "fingerprint: " << added->fingerprint << "\n"
       << "worker " << options.name << ": geotrain-worker --tls-ca " << d << auth::kCaCertFile
-      << " --tls-cert " << added->cert_path << " --tls-key " << added->key_path
-      << " --join-token-file " << d << auth::kJoinTokenFile << " ...\n"
+      << " --tls-cert " << d << auth::WorkerCertFile(options.name) << " --tls-key " << d
+      << auth::WorkerKeyFile(options.name) << " --join-token-file " << d << auth::kJoinTokenFile
+      << " ...\n"
       << "Copy ca.pem, join.token and these two files to that worker only. To revoke it, add the\n"
          "line '"
       << options.name << "' (every certificate of the name) or '" << added->fingerprint
