@@ -141,6 +141,18 @@ int main(int argc, char** argv) {
   certs_init_cmd->add_option("--days", certs_init.days, "validity of the certificates")
       ->capture_default_str();
   certs_init_cmd->add_flag("--force", certs_init.force, "replace existing files");
+  geotrain::auth::AddWorkerOptions certs_add_worker;
+  CLI::App* certs_add_worker_cmd = certs_cmd->add_subcommand(
+      "add-worker", "issue one worker's own certificate (identity geotrain:worker:NAME)");
+  certs_add_worker_cmd
+      ->add_option("--dir", certs_add_worker.dir, "the directory `certs init` wrote (ca.key)")
+      ->required();
+  certs_add_worker_cmd
+      ->add_option("--name", certs_add_worker.name, "the worker's name: letters, digits, . _ -")
+      ->required();
+  certs_add_worker_cmd->add_option("--days", certs_add_worker.days, "validity of the certificate")
+      ->capture_default_str();
+  certs_add_worker_cmd->add_flag("--force", certs_add_worker.force, "replace existing files");
 
   ControlOptions control;
   SubmitOptions submit;
@@ -246,6 +258,9 @@ int main(int argc, char** argv) {
       begin = comma + 1;
     }
     return RunCertsInit(certs_init, std::cout, std::cerr);
+  }
+  if (certs_add_worker_cmd->parsed()) {
+    return RunCertsAddWorker(certs_add_worker, std::cout, std::cerr);
   }
 
   CommandContext context = ProcessCommandContext();

@@ -3,9 +3,13 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <spdlog/spdlog.h>
+
 #include <utility>
 
 #include "common/auth/channel_credentials.h"
+#include "coordinator/revoked_workers.h"
+#include "coordinator/worker_identity.h"
 
 namespace geotrain::coordinator {
 namespace {
@@ -42,7 +46,9 @@ std::string_view ToView(const grpc::string_ref& ref) { return {ref.data(), ref.s
 }  // namespace
 
 CallAuthorizer::CallAuthorizer(const CallAuthorizerOptions& options)
-    : require_client_cert_(options.require_client_cert) {
+    : require_client_cert_(options.require_client_cert),
+      allow_shared_worker_cert_(options.allow_shared_worker_cert),
+      revoked_(options.revoked) {
   if (!options.join_token.empty()) join_digest_ = Sha256(options.join_token);
   if (!options.admin_token.empty()) admin_digest_ = Sha256(options.admin_token);
 }
@@ -94,6 +100,37 @@ grpc::Status CallAuthorizer::Authorize(std::string_view full_method,
   return grpc::Status::OK;
 }
 
+grpc::Status CallAuthorizer::CheckWorkerCertificate(std::string_view full_method,
+                                                    std::string_view pem, std::string* name) const {
+  const StatusOr<CertificateIdentity> identity = IdentityOfCertificate(pem);
+  if (!identity.ok()) {
+    spdlog::warn("refused {}: {}", full_method, identity.status().message());
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, identity.status().message());
+  }
+  if (identity->name.empty() && !allow_shared_worker_cert_) {
+    spdlog::warn("refused {}: worker certificate {} carries no worker identity", full_method,
+                 identity->fingerprint);
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "the worker certificate carries no worker identity (URI SAN "
+                        "geotrain:worker:NAME): issue the worker its own with `geotrain certs "
+                        "add-worker`, or start the coordinator with --allow-shared-worker-cert");
+  }
+  if (revoked_ != nullptr) {
+    const std::string revocation = revoked_->RevocationOf(identity->name, identity->fingerprint);
+    if (!revocation.empty()) {
+      spdlog::warn(
+          "refused {}: the certificate of worker identity '{}' ({}) is revoked by {} in "
+          "--revoked-workers",
+          full_method, identity->name, identity->fingerprint, revocation);
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          "the worker certificate of '" + identity->name + "' is revoked (--revoked-workers)");
+    }
+  }
+  *name = identity->name;
+  return grpc::Status::OK;
+}
+
 grpc::Status CallAuthorizer::Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
                                      OutputMetadata* consumed_auth_metadata,
                                      OutputMetadata* /*response_metadata*/) {
@@ -110,7 +147,21 @@ grpc::Status CallAuthorizer::Process(const InputMetadata& auth_metadata, grpc::A
     }
   }
   const bool certified = context != nullptr && context->IsPeerAuthenticated();
-  return Authorize(method, authorization, certified);
+  grpc::Status status = Authorize(method, authorization, certified);
+  if (!status.ok() || !certified || RoleOf(method) != CallRole::kWorker) return status;
+  std::string pem;
+  for (const grpc::string_ref& value :
+       context->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME)) {
+    pem.assign(value.data(), value.size());
+  }
+  std::string name;
+  status = CheckWorkerCertificate(method, pem, &name);
+  if (!status.ok()) return status;
+  if (!name.empty()) context->AddProperty(kIdentityProperty, name);
+  if (const auto identity = IdentityOfCertificate(pem); identity.ok()) {
+    context->AddProperty(kFingerprintProperty, identity->fingerprint);
+  }
+  return status;
 }
 
 }  // namespace geotrain::coordinator

@@ -9,6 +9,12 @@
 // SHA-256 digests in constant time; with `require_client_cert`, worker calls also need a client
 // certificate the TLS handshake verified. Methods missing from the table are refused.
 //
+// A worker call's certificate must carry a worker identity (URI SAN geotrain:worker:NAME, from
+// `geotrain certs add-worker`) unless `allow_shared_worker_cert`, and must not be revoked (the
+// --revoked-workers file); both refusals are PERMISSION_DENIED and logged with the name and the
+// reason. The identity goes onto the call's AuthContext (worker_identity.h), where the services
+// read it to bind worker ids and rendezvous scopes to it.
+//
 // It is the gRPC server credentials' AuthMetadataProcessor, so it runs before any handler, for
 // unary and streaming calls alike, and a refusal never reaches the services; gRPC sets one only
 // on TLS credentials, which is why tokens need TLS (server.h). Thread-safe: immutable after
@@ -18,11 +24,14 @@
 #include <grpcpp/security/auth_metadata_processor.h>
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace geotrain::coordinator {
+
+class RevokedWorkers;
 
 enum class CallRole { kWorker, kAdmin };
 
@@ -32,6 +41,11 @@ struct CallAuthorizerOptions {
   std::string admin_token;
   // Worker calls need a verified client certificate (the coordinator's --tls-ca).
   bool require_client_cert = false;
+  // Accept worker certificates without identity (the shared worker.pem of older `certs init`):
+  // such workers are not bound to an identity and their Kv* calls are not scoped.
+  bool allow_shared_worker_cert = false;
+  // Optional: the --revoked-workers list.
+  std::shared_ptr<RevokedWorkers> revoked;
 };
 
 class CallAuthorizer final : public grpc::AuthMetadataProcessor {
@@ -48,8 +62,14 @@ class CallAuthorizer final : public grpc::AuthMetadataProcessor {
                          std::optional<std::string_view> authorization, bool peer_certified) const;
 
   bool IsBlocking() const override { return false; }
+  // The worker identity of a verified client certificate's PEM: OK with `name` set (empty only
+  // under allow_shared_worker_cert), or PERMISSION_DENIED (logged) for a certificate without
+  // identity, with a malformed one, or revoked.
+  grpc::Status CheckWorkerCertificate(std::string_view full_method, std::string_view pem,
+                                      std::string* name) const;
+
   // Takes ":path" and "authorization" from the metadata; the header is consumed, so handlers
-  // never see the token.
+  // never see the token. Adds the worker identity to `context` (worker_identity.h).
   grpc::Status Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
                        OutputMetadata* consumed_auth_metadata,
                        OutputMetadata* response_metadata) override;
@@ -63,6 +83,8 @@ class CallAuthorizer final : public grpc::AuthMetadataProcessor {
   std::optional<Digest> join_digest_;
   std::optional<Digest> admin_digest_;
   bool require_client_cert_;
+  bool allow_shared_worker_cert_;
+  std::shared_ptr<RevokedWorkers> revoked_;
 };
 
 }  // namespace geotrain::coordinator

@@ -43,6 +43,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "coordinator/adaptive_controller.h"
+#include "coordinator/caller_identity.h"
 #include "coordinator/job_shape.h"
 #include "coordinator/link_table.h"
 #include "coordinator/placement.h"
@@ -100,16 +101,38 @@ class CoordinatorCore {
   void SetWakeHook(std::function<void()> hook);
 
   // --- Worker daemons ---
-  StatusOr<v1::RegisterResponse> Register(const v1::RegisterRequest& request);
-  // Attaches a session (replacing an older one of the same worker) and reconciles the tasks the
-  // worker lists. Returns the session's id for the calls below.
-  StatusOr<uint64_t> OpenSession(const v1::SessionHello& hello, std::shared_ptr<SessionSink> sink);
+  //
+  // Identity (docs/security.md): a worker record is bound to the identity of the caller that
+  // registered it (persisted in v1::Worker.identity). A caller presenting a worker id bound to
+  // another identity, or one with identity presenting an id registered without (and vice versa,
+  // on Session), is refused with PERMISSION_DENIED, logged with both names. A record registered
+  // without identity (before per-worker certificates) is bound to the first identity that
+  // registers it again. Without identities at all (loopback development) nothing changes.
+  StatusOr<v1::RegisterResponse> Register(const v1::RegisterRequest& request,
+                                          const CallerIdentity& caller = {});
+  // Attaches a session and reconciles the tasks the worker lists. Returns the session's id for
+  // the calls below. A certified caller cannot take a live session over: while the worker's
+  // current session is open and its last message is younger than two heartbeat intervals, a
+  // second one is refused (FAILED_PRECONDITION, logged); once the old stream has closed, or has
+  // been silent for two intervals (a worker whose connection broke), the new session replaces
+  // it, so a real worker comes back within a few seconds. Uncertified callers (development)
+  // replace the old session at once, as before.
+  StatusOr<uint64_t> OpenSession(const v1::SessionHello& hello, std::shared_ptr<SessionSink> sink,
+                                 const CallerIdentity& caller = {});
   // Any message after the hello. An error means the session must end (it was replaced or the
   // worker declared dead, or the message breaks the protocol).
   Status HandleWorkerMessage(const std::string& worker_id, uint64_t session_id,
                              const v1::WorkerMessage& message);
   // The stream of `session_id` ended; the worker is DISCONNECTED unless a newer session exists.
   void CloseSession(const std::string& worker_id, uint64_t session_id);
+
+  // --- The Rendezvous service ---
+  // OK when `caller` may touch the rendezvous scope (job_id, generation): the job holds its
+  // placement in that generation and one of the caller identity's workers holds a rank of it
+  // that has not ended. Otherwise PERMISSION_DENIED naming the scope (logged). Callers without
+  // identity (development, shared certificates) may touch any scope, as before.
+  Status AuthorizeRendezvous(const CallerIdentity& caller, const std::string& job_id,
+                             uint32_t generation) const;
 
   // --- The CLI ---
   StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request);
@@ -193,6 +216,9 @@ class CoordinatorCore {
     // Monotonic: the last message (or registration, or coordinator start); the heartbeat timeout
     // runs from here.
     int64_t last_seen_ms = 0;
+    // Monotonic: the last message on the current session (its hello included); a Register does
+    // not count. Whether a second session is refused (OpenSession) runs from here.
+    int64_t session_seen_ms = 0;
     // Tasks the worker runs that have not ended, by (job id, generation): BUSY while any.
     std::map<std::pair<std::string, uint32_t>, std::pair<int, int>> open_tasks;
   };

@@ -6,8 +6,11 @@
 
 #include "coordinator/job_state_machine.h"
 // ToGrpcStatus: the one Status -> grpc::Status conversion, shared with the Rendezvous service.
+#include "coordinator/permission_denied.h"
 #include "coordinator/rendezvous_service.h"
+#include "coordinator/revoked_workers.h"
 #include "coordinator/session_stream.h"
+#include "coordinator/worker_identity.h"
 
 namespace geotrain::coordinator {
 namespace {
@@ -33,7 +36,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* context,
     const Status allowed = limits_.registrations->Acquire(PeerHost(context->peer()));
     if (!allowed.ok()) return ToGrpcStatus(allowed);
   }
-  return Reply(core_->Register(*request), response);
+  return Reply(core_->Register(*request, CallerOf(*context)), response);
 }
 
 grpc::Status CoordinatorService::Session(
@@ -47,13 +50,26 @@ grpc::Status CoordinatorService::Session(
   }
   const std::string worker_id = message.hello().worker_id();
   auto sink = std::make_shared<SessionStream>(context, stream);
-  StatusOr<uint64_t> session = core_->OpenSession(message.hello(), sink);
+  StatusOr<uint64_t> session = core_->OpenSession(message.hello(), sink, CallerOf(*context));
   if (!session.ok()) {
     sink->Finish();
     return ToGrpcStatus(session.status());
   }
+  const CallerIdentity caller = CallerOf(*context);
+  const std::string fingerprint = FingerprintOf(*context);
   Status status;
   while (stream->Read(&message)) {
+    if (limits_.revoked != nullptr && caller.certified) {
+      if (const std::string revocation = limits_.revoked->RevocationOf(caller.name, fingerprint);
+          !revocation.empty()) {
+        spdlog::warn(
+            "worker {} ({}): session ended, its certificate is revoked by {} in "
+            "--revoked-workers",
+            worker_id, caller.Describe(), revocation);
+        status = PermissionDenied("Session: the worker certificate is revoked (--revoked-workers)");
+        break;
+      }
+    }
     status = core_->HandleWorkerMessage(worker_id, *session, message);
     if (!status.ok()) break;
   }

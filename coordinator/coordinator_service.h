@@ -19,10 +19,15 @@
 
 namespace geotrain::coordinator {
 
+class RevokedWorkers;
+
 // Per-client-host limits of the calls that write (null: unlimited). Not owned.
 struct CallLimits {
   ClientRateLimiter* registrations = nullptr;
   ClientRateLimiter* submissions = nullptr;
+  // The --revoked-workers list (null: none): a Session whose certificate is revoked while it is
+  // open ends at its next message with PERMISSION_DENIED.
+  RevokedWorkers* revoked = nullptr;
 };
 
 class CoordinatorService final : public v1::Coordinator::Service {

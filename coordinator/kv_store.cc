@@ -119,6 +119,25 @@ Status KvStore::Put(Scope& scope, const KvScopeId& id, const std::string& key, s
                              std::to_string(total_bytes_) + " bytes and its limit is " +
                              std::to_string(limits_.max_total_bytes));
   }
+  JobUsage& usage = usage_[id.job_id];
+  const uint64_t new_job_bytes = usage.bytes - old_cost + Cost(key, value);
+  const size_t new_job_keys = usage.keys + (existing == scope.values.end() ? 1 : 0);
+  if (new_job_bytes > limits_.max_job_bytes || new_job_keys > limits_.max_job_keys) {
+    const bool bytes = new_job_bytes > limits_.max_job_bytes;
+    spdlog::warn(
+        "rendezvous store: job {} is over its quota ({} bytes of {}, {} keys of {}), "
+        "refusing {}",
+        Quote(id.job_id), usage.bytes, limits_.max_job_bytes, usage.keys, limits_.max_job_keys,
+        KeyName(id, key));
+    if (usage.keys == 0) usage_.erase(id.job_id);
+    return ResourceExhausted(
+        KeyName(id, key) + ": job " + Quote(id.job_id) + " would exceed its quota of " +
+        (bytes ? std::to_string(limits_.max_job_bytes) + " bytes"
+               : std::to_string(limits_.max_job_keys) + " keys") +
+        " in the rendezvous store (--rendezvous-job-max-" + (bytes ? "bytes" : "keys") + ")");
+  }
+  usage.bytes = new_job_bytes;
+  usage.keys = new_job_keys;
   total_bytes_ = new_total;
   if (existing == scope.values.end()) {
     scope.values.emplace(key, std::move(value));
@@ -269,6 +288,7 @@ StatusOr<bool> KvStore::Delete(const KvScopeId& scope, const std::string& key) {
   const auto found = entry->values.find(key);
   if (found == entry->values.end()) return false;
   total_bytes_ -= Cost(key, found->second);
+  Release(scope.job_id, Cost(key, found->second), 1);
   entry->values.erase(found);
   entry->changed.notify_all();
   ForgetIfUnused(scope, entry);
@@ -304,8 +324,31 @@ Status KvStore::Wait(const KvScopeId& scope, const std::vector<std::string>& key
   return status;
 }
 
+void KvStore::Release(const std::string& job_id, uint64_t bytes, size_t keys) {
+  const auto usage = usage_.find(job_id);
+  if (usage == usage_.end()) return;
+  usage->second.bytes -= bytes;
+  usage->second.keys -= keys;
+  if (usage->second.keys == 0) usage_.erase(usage);
+}
+
+uint64_t KvStore::JobBytes(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto usage = usage_.find(job_id);
+  return usage == usage_.end() ? 0 : usage->second.bytes;
+}
+
+size_t KvStore::JobKeys(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto usage = usage_.find(job_id);
+  return usage == usage_.end() ? 0 : usage->second.keys;
+}
+
 void KvStore::DropLocked(const std::string& job_id, uint32_t generation, Scope& scope) {
-  for (const auto& [key, value] : scope.values) total_bytes_ -= Cost(key, value);
+  uint64_t bytes = 0;
+  for (const auto& [key, value] : scope.values) bytes += Cost(key, value);
+  total_bytes_ -= bytes;
+  Release(job_id, bytes, scope.values.size());
   if (!scope.values.empty() || scope.waiters > 0) {
     spdlog::info("rendezvous store: dropped job '{}' generation {} ({} keys, {} waiters woken)",
                  job_id, generation, scope.values.size(), scope.waiters);

@@ -9,9 +9,10 @@
 // its ranks are forming groups, and a restarted coordinator re-places what was running.
 //
 // Bounded against bad or hostile clients: every value, every scope and the store as a whole have
-// limits (KvStoreLimits); a call that would pass one fails with RESOURCE_EXHAUSTED and changes
-// nothing. Waits block on a condition variable until their keys exist, their timeout passes, their
-// scope is dropped (the job moved or ended) or their caller gives up (KvWaitOptions::abandoned).
+// limits (KvStoreLimits), each job its quota; a call that would pass one fails with
+// RESOURCE_EXHAUSTED naming the job and changes nothing. Waits block on a condition variable until
+// their keys exist, their timeout passes, their scope is dropped (the job moved or ended) or their
+// caller gives up (KvWaitOptions::abandoned).
 //
 // Thread-safe: any number of threads may call any method; one mutex guards all scopes, and each
 // scope has its own condition variable so a write wakes only the waiters of its own scope.
@@ -48,6 +49,11 @@ struct KvStoreLimits {
   // Keys plus values (plus a fixed overhead per key) over every scope, so that many scopes
   // cannot together exhaust the coordinator's memory.
   uint64_t max_total_bytes = uint64_t{1} << 30;
+  // Bytes (counted as for max_total_bytes) and keys one job may hold over all its generations,
+  // so that one job (or a rank of it gone rogue) cannot fill the store for the others: a quarter
+  // of the default store, far above the few KiB per rank a Gloo rendezvous needs.
+  uint64_t max_job_bytes = uint64_t{256} << 20;
+  size_t max_job_keys = 200000;
 };
 
 // How long a blocking call may wait, and how it notices that nobody wants the answer any more.
@@ -102,6 +108,9 @@ class KvStore {
   // For metrics and tests.
   size_t NumScopes() const;
   uint64_t TotalBytes() const;
+  // What one job holds over all its generations (0 for an unknown job).
+  uint64_t JobBytes(const std::string& job_id) const;
+  size_t JobKeys(const std::string& job_id) const;
   // Calls blocked in Get or Wait right now.
   size_t NumWaiters() const;
 
@@ -135,6 +144,13 @@ class KvStore {
   // its scope was dropped after the map has let go of it.
   std::unordered_map<std::string, std::map<uint32_t, std::shared_ptr<Scope>>> jobs_;
   uint64_t total_bytes_ = 0;
+  struct JobUsage {
+    uint64_t bytes = 0;
+    size_t keys = 0;
+  };
+  // Per job with at least one key; erased when its last key goes.
+  std::unordered_map<std::string, JobUsage> usage_;
+  void Release(const std::string& job_id, uint64_t bytes, size_t keys);
   size_t waiters_ = 0;
 };
 

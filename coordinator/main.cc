@@ -85,6 +85,18 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", security.insecure,
                "allow a non-loopback --listen without TLS or tokens (anyone who reaches the port "
                "may call)");
+  app.add_option("--revoked-workers", security.revoked_workers_file,
+                 "file of revoked worker names and sha256: certificate fingerprints, one a line; "
+                 "re-read when it changes (docs/security.md)");
+  app.add_flag("--allow-shared-worker-cert", security.allow_shared_worker_cert,
+               "accept worker certificates without a worker identity (an old shared worker.pem): "
+               "such workers are not bound to an identity and their rendezvous is not scoped");
+  app.add_option("--rendezvous-job-max-bytes", options.rendezvous.max_job_bytes,
+                 "rendezvous store bytes one job may hold, over all its generations")
+      ->capture_default_str();
+  app.add_option("--rendezvous-job-max-keys", options.rendezvous.max_job_keys,
+                 "rendezvous store keys one job may hold, over all its generations")
+      ->capture_default_str();
   app.add_option("--max-registrations-per-minute", options.max_registrations_per_minute,
                  "worker registrations accepted per client host and minute (0: unlimited)")
       ->capture_default_str();
@@ -125,6 +137,15 @@ int main(int argc, char** argv) {
         !status.ok()) {
       return Usage(status.message());
     }
+  }
+  if (options.rendezvous.max_job_bytes == 0 ||
+      options.rendezvous.max_job_bytes > options.rendezvous.max_total_bytes) {
+    return Usage("--rendezvous-job-max-bytes: " + std::to_string(options.rendezvous.max_job_bytes) +
+                 " is outside 1.." + std::to_string(options.rendezvous.max_total_bytes) +
+                 " (the whole store)");
+  }
+  if (options.rendezvous.max_job_keys == 0) {
+    return Usage("--rendezvous-job-max-keys: must be positive");
   }
   if (options.max_registrations_per_minute < 0) {
     return Usage("--max-registrations-per-minute: must not be negative (0: unlimited)");
@@ -207,7 +228,10 @@ int main(int argc, char** argv) {
                      : "--insecure: anyone who reaches the port may call");
   } else {
     spdlog::info("TLS on; worker client certificates {}; join token {}; admin token {}",
-                 security.tls_ca_file.empty() ? "not checked" : "required",
+                 security.tls_ca_file.empty()        ? "not checked"
+                 : security.allow_shared_worker_cert ? "required (shared ones without identity "
+                                                       "allowed)"
+                                                     : "required, each with its worker identity",
                  security.join_token_file.empty() ? "not checked" : "required",
                  security.admin_token_file.empty() ? "not checked" : "required");
   }

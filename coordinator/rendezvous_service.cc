@@ -5,6 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/permission_denied.h"
+#include "coordinator/worker_identity.h"
+
 namespace geotrain::coordinator {
 namespace {
 
@@ -74,15 +77,27 @@ grpc::Status Reply(grpc::ServerContext* context, const Status& status) {
 
 grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  if (IsPermissionDenied(status)) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        status.message().substr(kPermissionDeniedPrefix.size()));
+  }
   return grpc::Status(ToGrpcCode(status.code()), status.message());
 }
 
-RendezvousService::RendezvousService(KvStore* store) : store_(store) {}
+RendezvousService::RendezvousService(KvStore* store, Authorize authorize)
+    : store_(store), authorize_(std::move(authorize)) {}
+
+StatusOr<KvScopeId> RendezvousService::ScopeFor(const grpc::ServerContext& context, bool has_scope,
+                                                const geotrain::v1::KvScope& scope) const {
+  GEOTRAIN_ASSIGN_OR_RETURN(KvScopeId id, ScopeOf(has_scope, scope));
+  if (authorize_ != nullptr) GEOTRAIN_RETURN_IF_ERROR(authorize_(CallerOf(context), id));
+  return id;
+}
 
 grpc::Status RendezvousService::KvSet(grpc::ServerContext* context,
                                       const geotrain::v1::KvSetRequest* request,
                                       geotrain::v1::KvSetResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   return ToGrpcStatus(store_->Set(*scope, request->key(), request->value()));
 }
@@ -90,7 +105,7 @@ grpc::Status RendezvousService::KvSet(grpc::ServerContext* context,
 grpc::Status RendezvousService::KvGet(grpc::ServerContext* context,
                                       const geotrain::v1::KvGetRequest* request,
                                       geotrain::v1::KvGetResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   StatusOr<std::string> value =
       store_->Get(*scope, request->key(), WaitFor(context, request->wait_ms()));
@@ -102,7 +117,7 @@ grpc::Status RendezvousService::KvGet(grpc::ServerContext* context,
 grpc::Status RendezvousService::KvAdd(grpc::ServerContext* context,
                                       const geotrain::v1::KvAddRequest* request,
                                       geotrain::v1::KvAddResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   const StatusOr<int64_t> sum = store_->Add(*scope, request->key(), request->delta());
   if (!sum.ok()) return ToGrpcStatus(sum.status());
@@ -113,7 +128,7 @@ grpc::Status RendezvousService::KvAdd(grpc::ServerContext* context,
 grpc::Status RendezvousService::KvCompareSet(grpc::ServerContext* context,
                                              const geotrain::v1::KvCompareSetRequest* request,
                                              geotrain::v1::KvCompareSetResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   StatusOr<std::string> after =
       store_->CompareSet(*scope, request->key(), request->expected(), request->desired());
@@ -125,7 +140,7 @@ grpc::Status RendezvousService::KvCompareSet(grpc::ServerContext* context,
 grpc::Status RendezvousService::KvCheck(grpc::ServerContext* context,
                                         const geotrain::v1::KvCheckRequest* request,
                                         geotrain::v1::KvCheckResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   const StatusOr<bool> present = store_->Check(*scope, KeysOf(request->keys()));
   if (!present.ok()) return ToGrpcStatus(present.status());
@@ -136,7 +151,7 @@ grpc::Status RendezvousService::KvCheck(grpc::ServerContext* context,
 grpc::Status RendezvousService::KvDelete(grpc::ServerContext* context,
                                          const geotrain::v1::KvDeleteRequest* request,
                                          geotrain::v1::KvDeleteResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   const StatusOr<bool> deleted = store_->Delete(*scope, request->key());
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
@@ -147,7 +162,7 @@ grpc::Status RendezvousService::KvDelete(grpc::ServerContext* context,
 grpc::Status RendezvousService::KvNumKeys(grpc::ServerContext* context,
                                           const geotrain::v1::KvNumKeysRequest* request,
                                           geotrain::v1::KvNumKeysResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   const StatusOr<int64_t> count = store_->NumKeys(*scope);
   if (!count.ok()) return ToGrpcStatus(count.status());
@@ -158,7 +173,7 @@ grpc::Status RendezvousService::KvNumKeys(grpc::ServerContext* context,
 grpc::Status RendezvousService::KvWait(grpc::ServerContext* context,
                                        const geotrain::v1::KvWaitRequest* request,
                                        geotrain::v1::KvWaitResponse* response) {
-  const StatusOr<KvScopeId> scope = ScopeOf(request->has_scope(), request->scope());
+  const StatusOr<KvScopeId> scope = ScopeFor(*context, request->has_scope(), request->scope());
   if (!scope.ok()) return ToGrpcStatus(scope.status());
   return Reply(context,
                store_->Wait(*scope, KeysOf(request->keys()), WaitFor(context, request->wait_ms())));

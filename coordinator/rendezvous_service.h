@@ -6,6 +6,11 @@
 // the call's own deadline if that is earlier, and ends within KvWaitOptions' check interval
 // (200 ms) once the client cancels or the server shuts down.
 //
+// Scoped to the caller: every call first asks `authorize` whether the caller's identity
+// (worker_identity.h) may touch the request's scope (CoordinatorCore::AuthorizeRendezvous: only
+// the job and generation one of its workers holds a live rank in); a refusal is PERMISSION_DENIED
+// naming the scope, and nothing in the store is read or changed.
+//
 // Thread-safe (the store is); gRPC calls the handlers from its own threads. The store is not
 // owned and must outlive the service.
 #pragma once
@@ -13,8 +18,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
 
 #include "common/status.h"
+#include "coordinator/caller_identity.h"
 #include "coordinator/kv_store.h"
 #include "geotrain/v1/rendezvous.grpc.pb.h"
 
@@ -26,7 +33,10 @@ class RendezvousService final : public geotrain::v1::Rendezvous::Service {
   // longer re-issue the call (as CoordinatorStore does).
   static constexpr std::chrono::milliseconds kMaxWait = std::chrono::minutes(10);
 
-  explicit RendezvousService(KvStore* store);  // not owned
+  using Authorize = std::function<Status(const CallerIdentity& caller, const KvScopeId& scope)>;
+
+  // `store` is not owned. `authorize` null: every scope is open to every caller (tests).
+  explicit RendezvousService(KvStore* store, Authorize authorize = nullptr);
 
   grpc::Status KvSet(grpc::ServerContext* context, const geotrain::v1::KvSetRequest* request,
                      geotrain::v1::KvSetResponse* response) override;
@@ -48,7 +58,12 @@ class RendezvousService final : public geotrain::v1::Rendezvous::Service {
                       geotrain::v1::KvWaitResponse* response) override;
 
  private:
+  // The request's scope, once the caller may touch it.
+  StatusOr<KvScopeId> ScopeFor(const grpc::ServerContext& context, bool has_scope,
+                               const geotrain::v1::KvScope& scope) const;
+
   KvStore* const store_;
+  const Authorize authorize_;
 };
 
 // The gRPC status for a geotrain::Status: same code, same message.

@@ -13,6 +13,7 @@
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
 #include "coordinator/rendezvous_service.h"
+#include "coordinator/revoked_workers.h"
 #include "coordinator/scheduler_thread.h"
 
 namespace geotrain::coordinator {
@@ -24,7 +25,7 @@ constexpr std::chrono::seconds kShutdownGrace{2};
 // The server's credentials: insecure, or TLS (with client certificates requested and verified
 // when there is a CA) and the CallAuthorizer.
 StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const ServerSecurityOptions& security) {
+    const ServerSecurityOptions& security, std::shared_ptr<RevokedWorkers> revoked) {
   if (security.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions ssl(security.tls_ca_file.empty()
                                             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
@@ -43,6 +44,8 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   }
   CallAuthorizerOptions authorizer;
   authorizer.require_client_cert = !security.tls_ca_file.empty();
+  authorizer.allow_shared_worker_cert = security.allow_shared_worker_cert;
+  authorizer.revoked = std::move(revoked);
   if (!security.join_token_file.empty()) {
     GEOTRAIN_ASSIGN_OR_RETURN(authorizer.join_token,
                               auth::ReadTokenFile({security.join_token_file, "--join-token-file"}));
@@ -82,6 +85,13 @@ Status CheckServerSecurity(const std::string& listen_address,
     return InvalidArgument(
         "--tls-cert/--tls-key: give both (the server's certificate and its "
         "private key) or neither");
+  }
+  if (security.tls_ca_file.empty() &&
+      (!security.revoked_workers_file.empty() || security.allow_shared_worker_cert)) {
+    return InvalidArgument(std::string(security.allow_shared_worker_cert
+                                           ? "--allow-shared-worker-cert"
+                                           : "--revoked-workers") +
+                           ": worker certificates are checked only with --tls-ca (mTLS)");
   }
   if (!tls) {
     if (!security.tls_ca_file.empty()) {
@@ -131,11 +141,16 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         "max receive message size: " + std::to_string(options.max_receive_message_bytes) +
         " bytes is below 1024");
   }
+  std::shared_ptr<RevokedWorkers> revoked;
+  if (!options.security.revoked_workers_file.empty()) {
+    GEOTRAIN_ASSIGN_OR_RETURN(
+        revoked, RevokedWorkers::Open(options.security.revoked_workers_file, &RealClock()));
+  }
   GEOTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                            MakeServerCredentials(options.security));
+                            MakeServerCredentials(options.security, revoked));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   GEOTRAIN_ASSIGN_OR_RETURN(server->store_, OpenSqliteStateStore(options.state_dir));
-  server->kv_ = std::make_unique<KvStore>();
+  server->kv_ = std::make_unique<KvStore>(options.rendezvous);
   server->scopes_ = KvStoreScopes(server->kv_.get());
   GEOTRAIN_ASSIGN_OR_RETURN(server->core_,
                             CoordinatorCore::Create(options.coordinator, server->store_.get(),
@@ -148,8 +163,14 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                           "--max-submissions-per-minute", &RealClock());
   server->coordinator_service_ = std::make_unique<CoordinatorService>(
       server->core_.get(), server->store_.get(),
-      CallLimits{server->registration_limiter_.get(), server->submission_limiter_.get()});
-  server->rendezvous_service_ = std::make_unique<RendezvousService>(server->kv_.get());
+      CallLimits{server->registration_limiter_.get(), server->submission_limiter_.get(),
+                 revoked.get()});
+  server->revoked_ = std::move(revoked);
+  CoordinatorCore* core = server->core_.get();
+  server->rendezvous_service_ = std::make_unique<RendezvousService>(
+      server->kv_.get(), [core](const CallerIdentity& caller, const KvScopeId& scope) {
+        return core->AuthorizeRendezvous(caller, scope.job_id, scope.generation);
+      });
 
   grpc::ServerBuilder builder;
   // Without this a second coordinator could bind the same port and share its traffic.

@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "coordinator/coordinator_core.h"
+#include "coordinator/kv_store.h"
 
 namespace grpc {
 class Server;
@@ -26,6 +27,7 @@ class ClientRateLimiter;
 class KvStore;
 class CoordinatorService;
 class RendezvousService;
+class RevokedWorkers;
 class SchedulerThread;
 
 struct ServerSecurityOptions {
@@ -36,6 +38,10 @@ struct ServerSecurityOptions {
   std::string admin_token_file;  // --admin-token-file: the CLI's token
   // --insecure: allow a non-loopback address without TLS, or with TLS but without tokens.
   bool insecure = false;
+  // --revoked-workers: worker names and certificate fingerprints refused (revoked_workers.h).
+  std::string revoked_workers_file;
+  // --allow-shared-worker-cert: accept worker certificates without identity (CallAuthorizer).
+  bool allow_shared_worker_cert = false;
 };
 
 struct ServerOptions {
@@ -53,6 +59,8 @@ struct ServerOptions {
   // Per client host and minute (0: unlimited).
   int64_t max_registrations_per_minute = 60;
   int64_t max_submissions_per_minute = 30;
+  // The rendezvous store's limits (--rendezvous-job-max-bytes, --rendezvous-job-max-keys).
+  KvStoreLimits rendezvous;
 };
 
 // True for 127.0.0.0/8, ::1, localhost and unix: sockets: addresses no other host can reach.
@@ -100,6 +108,8 @@ class CoordinatorServer {
   std::unique_ptr<ClientRateLimiter> submission_limiter_;
   std::unique_ptr<CoordinatorService> coordinator_service_;
   std::unique_ptr<RendezvousService> rendezvous_service_;
+  // --revoked-workers; shared with the CallAuthorizer of the credentials.
+  std::shared_ptr<RevokedWorkers> revoked_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   int port_ = 0;

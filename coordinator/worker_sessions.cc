@@ -6,6 +6,7 @@
 
 #include "coordinator/coordinator_core.h"
 #include "coordinator/job_state_machine.h"
+#include "coordinator/permission_denied.h"
 
 namespace geotrain::coordinator {
 namespace {
@@ -70,9 +71,23 @@ bool ChangesState(const v1::WorkerMessage& message) {
   }
 }
 
+// PERMISSION_DENIED (logged, with both names) when `caller` may not act as `record`'s worker.
+Status CheckBinding(const v1::Worker& record, const CallerIdentity& caller, const char* call) {
+  if (record.identity() == caller.name) return OkStatus();
+  const std::string bound_to = record.identity().empty()
+                                   ? std::string("no identity (registered without one)")
+                                   : "worker identity '" + record.identity() + "'";
+  spdlog::warn("refused {} of worker {}: it is bound to {}, the caller has {}", call, record.id(),
+               bound_to, caller.Describe());
+  return PermissionDenied(std::string(call) + ": worker " + record.id() +
+                          " is bound to another identity than the caller's (" + caller.Describe() +
+                          ")");
+}
+
 }  // namespace
 
-StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterRequest& request) {
+StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterRequest& request,
+                                                         const CallerIdentity& caller) {
   const v1::WorkerCapabilities& caps = request.capabilities();
   if (request.worker_id().size() > kMaxIdentifierBytes) {
     return InvalidArgument("worker_id: " + std::to_string(request.worker_id().size()) +
@@ -91,7 +106,15 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
   GEOTRAIN_RETURN_IF_ERROR(AcceptingChanges());
   WorkerEntry* worker = request.worker_id().empty() ? nullptr : FindWorker(request.worker_id());
   if (worker != nullptr) {
+    const bool adopt = worker->record.identity().empty() && caller.bound();
+    if (adopt) {
+      spdlog::warn("worker {} was registered without identity; it is now bound to {}",
+                   worker->record.id(), caller.Describe());
+    } else {
+      GEOTRAIN_RETURN_IF_ERROR(CheckBinding(worker->record, caller, "Register"));
+    }
     const v1::Worker before = worker->record;
+    if (adopt) worker->record.set_identity(caller.name);
     *worker->record.mutable_capabilities() = caps;
     MarkSeen(*worker);
     if (!PersistWorker(*worker)) {
@@ -110,6 +133,7 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
     v1::Worker& record = entry->record;
     record.set_id("w-" + std::to_string(number));
     *record.mutable_capabilities() = caps;
+    record.set_identity(caller.name);
     // Not connected until its session opens; it has a heartbeat timeout to do so.
     record.set_state(v1::WORKER_STATE_DISCONNECTED);
     MarkSeen(*entry);
@@ -122,8 +146,9 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
           "it gets the new id {}",
           request.worker_id(), record.id());
     }
-    spdlog::info("worker {} registered (host {}, region '{}', {}, data plane {})", record.id(),
-                 caps.host(), caps.region(), caps.device_kind(), caps.advertise_address());
+    spdlog::info("worker {} registered (host {}, region '{}', {}, data plane {}, {})", record.id(),
+                 caps.host(), caps.region(), caps.device_kind(), caps.advertise_address(),
+                 caller.Describe());
     worker = entry.get();
     workers_[record.id()] = std::move(entry);
   }
@@ -135,7 +160,8 @@ StatusOr<v1::RegisterResponse> CoordinatorCore::Register(const v1::RegisterReque
 }
 
 StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
-                                                std::shared_ptr<SessionSink> sink) {
+                                                std::shared_ptr<SessionSink> sink,
+                                                const CallerIdentity& caller) {
   if (hello.worker_id().empty()) {
     return InvalidArgument("hello.worker_id: empty (call Register first and present its id)");
   }
@@ -146,6 +172,23 @@ StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
     return NotFound("hello.worker_id: worker '" + hello.worker_id() +
                     "' is not registered with this coordinator (call Register first)");
   }
+  GEOTRAIN_RETURN_IF_ERROR(CheckBinding(worker->record, caller, "Session"));
+  if (worker->session != nullptr && caller.certified) {
+    // Two heartbeat intervals without a message: the old stream is as good as gone (its
+    // connection broke without a reset), and this is the worker coming back.
+    const int64_t silent_ms = clock_->NowMonotonicMs() - worker->session_seen_ms;
+    const int64_t live_ms = 2 * static_cast<int64_t>(options_.heartbeat_interval_ms);
+    if (silent_ms < live_ms) {
+      spdlog::warn(
+          "refused Session of worker {} ({}): its session {} is live (last message {} "
+          "ms ago)",
+          worker->record.id(), caller.Describe(), worker->session_id, silent_ms);
+      return FailedPrecondition("Session: worker " + worker->record.id() +
+                                " already has a live session; a new one is accepted once it has "
+                                "closed or been silent for " +
+                                std::to_string(live_ms) + " ms");
+    }
+  }
   if (worker->session != nullptr) {
     spdlog::info("worker {}: a new session replaces session {}", worker->record.id(),
                  worker->session_id);
@@ -155,6 +198,7 @@ StatusOr<uint64_t> CoordinatorCore::OpenSession(const v1::SessionHello& hello,
   worker->session = std::move(sink);
   worker->session_id = next_session_id_++;
   MarkSeen(*worker);
+  worker->session_seen_ms = worker->last_seen_ms;
   if (was_dead) worker->record.set_state(v1::WORKER_STATE_DISCONNECTED);
 
   // The hello is the worker's whole truth: its open tasks are exactly the ones it lists.
@@ -215,6 +259,7 @@ Status CoordinatorCore::HandleWorkerMessage(const std::string& worker_id, uint64
   const bool store_failed_before = store_failed();
   if (store_failed_before && ChangesState(message)) return store_failure_;
   MarkSeen(*worker);
+  worker->session_seen_ms = worker->last_seen_ms;
   switch (message.body_case()) {
     case v1::WorkerMessage::kHello:
       return FailedPrecondition("a SessionHello is only valid as the first message of a session");
@@ -298,6 +343,29 @@ void CoordinatorCore::CloseSession(const std::string& worker_id, uint64_t sessio
   spdlog::info("worker {} disconnected (session {}); dead unless it reconnects within {} ms",
                worker_id, session_id,
                worker->last_seen_ms + options_.heartbeat_timeout_ms - clock_->NowMonotonicMs());
+}
+
+Status CoordinatorCore::AuthorizeRendezvous(const CallerIdentity& caller, const std::string& job_id,
+                                            uint32_t generation) const {
+  if (!caller.bound()) return OkStatus();
+  const std::string scope = "job '" + job_id.substr(0, kMaxIdentifierBytes) + "' generation " +
+                            std::to_string(generation);
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto job = jobs_.find(job_id);
+  if (job != jobs_.end() && HoldsPlacement(job->second->job.state()) &&
+      job->second->job.generation() == generation) {
+    for (const RankTask& rank : job->second->ranks) {
+      if (rank.Ended()) continue;
+      const auto worker = workers_.find(rank.worker_id);
+      if (worker != workers_.end() && worker->second->record.identity() == caller.name) {
+        return OkStatus();
+      }
+    }
+  }
+  spdlog::warn("refused rendezvous call on {}: {} holds no live rank there", scope,
+               caller.Describe());
+  return PermissionDenied("rendezvous scope " + scope + ": " + caller.Describe() +
+                          " holds no live rank of that job and generation");
 }
 
 void CoordinatorCore::MarkSeen(WorkerEntry& worker) {

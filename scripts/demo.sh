@@ -235,6 +235,10 @@ fi
 CERTS=$DEMO_DIR/certs
 "$BIN/geotrain" certs init --dir "$CERTS" --hosts "${COORD_LISTEN%:*}" >"$DEMO_DIR/certs.out" ||
   { say "geotrain certs init failed" >&2; exit 1; }
+for i in 0 1 2 3; do  # each worker its own certificate (identity geotrain:worker:worker-i)
+  "$BIN/geotrain" certs add-worker --dir "$CERTS" --name "worker-$i" >>"$DEMO_DIR/certs.out" ||
+    { say "geotrain certs add-worker failed" >&2; exit 1; }
+done
 say "TLS: CA, certificates and tokens in $CERTS (geotrain certs init)"
 coordinator_args=(--listen "$COORD_LISTEN" --state-dir "$STATE_DIR"
                   --tls-cert "$CERTS/coordinator.pem" --tls-key "$CERTS/coordinator.key"
@@ -263,8 +267,8 @@ for i in 0 1 2 3; do
   worker_args=(--coordinator "$ADDRESS" --advertise "${WORKER_ADDRS[$i]}"
                --region "${REGIONS[$i]}" --work-dir "$DEMO_DIR/worker-$i" --data-root "$REPO"
                --allow-path "$DEMO_DIR"
-               --threads 1 --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem"
-               --tls-key "$CERTS/worker.key" --join-token-file "$CERTS/join.token")
+               --threads 1 --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker-worker-$i.pem"
+               --tls-key "$CERTS/worker-worker-$i.key" --join-token-file "$CERTS/join.token")
   if [[ -n $WORKER_METRICS_FLAG ]]; then
     if [[ $MODE == wan ]]; then metrics=${WORKER_ADDRS[$i]}:9401; else metrics=127.0.0.1:0; fi
     worker_args+=(--metrics-listen "$metrics")

@@ -192,7 +192,110 @@ std::string SubjectAltNames(const std::vector<std::string>& hosts) {
   return names;
 }
 
+// A PEM file of `dir` for AddWorkerCert ("--dir: /x/ca.key: cannot read ...").
+StatusOr<std::unique_ptr<BIO, BioFree>> OpenPem(const fs::path& file) {
+  std::unique_ptr<BIO, BioFree> bio(BIO_new_file(file.c_str(), "r"));
+  if (bio == nullptr) {
+    ERR_clear_error();
+    return InvalidArgument("--dir: cannot read " + file.string() +
+                           " (a directory `geotrain certs init` wrote holds it)");
+  }
+  return bio;
+}
+
+StatusOr<std::string> Fingerprint(X509* cert) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (X509_digest(cert, EVP_sha256(), digest, &size) != 1) {
+    return Internal(OpenSslError("cannot hash the certificate"));
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string text = "sha256:";
+  for (unsigned int i = 0; i < size; ++i) {
+    text += kHex[digest[i] >> 4];
+    text += kHex[digest[i] & 15];
+  }
+  return text;
+}
+
 }  // namespace
+
+std::string WorkerCertFile(const std::string& name) { return "worker-" + name + ".pem"; }
+std::string WorkerKeyFile(const std::string& name) { return "worker-" + name + ".key"; }
+
+Status CheckWorkerName(const std::string& name) {
+  if (name.empty() || name.size() > 64) {
+    return InvalidArgument("--name: \"" + name.substr(0, 80) + "\" must have 1 to 64 characters");
+  }
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '.' || c == '_';
+    if (!ok) {
+      return InvalidArgument("--name: \"" + name +
+                             "\" may hold only letters, digits, '.', '_' and '-'");
+    }
+  }
+  if (name[0] == '.' || name[0] == '-') {
+    return InvalidArgument("--name: \"" + name + "\" must not start with '.' or '-'");
+  }
+  return OkStatus();
+}
+
+StatusOr<AddedWorker> AddWorkerCert(const AddWorkerOptions& options) {
+  if (options.dir.empty()) return InvalidArgument("--dir: empty");
+  GEOTRAIN_RETURN_IF_ERROR(CheckWorkerName(options.name));
+  if (options.days < 1 || options.days > 3650) {
+    return InvalidArgument("--days: " + std::to_string(options.days) + " is outside 1..3650");
+  }
+  const fs::path dir(options.dir);
+  AddedWorker added;
+  added.cert_path = (dir / WorkerCertFile(options.name)).string();
+  added.key_path = (dir / WorkerKeyFile(options.name)).string();
+  std::error_code ec;
+  if (!options.force) {
+    for (const std::string& file : {added.cert_path, added.key_path}) {
+      if (fs::exists(file, ec)) {
+        return FailedPrecondition("certs add-worker: " + file +
+                                  " exists; --force replaces it (revoke the old certificate by "
+                                  "its fingerprint if it may be in the wrong hands)");
+      }
+    }
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(auto ca_bio, OpenPem(dir / kCaCertFile));
+  Cert ca(PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr));
+  if (ca == nullptr) {
+    return InvalidArgument(OpenSslError((dir / kCaCertFile).string() + " holds no certificate"));
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(auto ca_key_bio, OpenPem(dir / kCaKeyFile));
+  Key ca_key(PEM_read_bio_PrivateKey(ca_key_bio.get(), nullptr, nullptr, nullptr));
+  if (ca_key == nullptr) {
+    return InvalidArgument(OpenSslError((dir / kCaKeyFile).string() + " holds no private key"));
+  }
+  if (X509_check_private_key(ca.get(), ca_key.get()) != 1) {
+    return InvalidArgument(OpenSslError((dir / kCaKeyFile).string() + " is not the key of " +
+                                        (dir / kCaCertFile).string()));
+  }
+  GEOTRAIN_ASSIGN_OR_RETURN(Key worker_key, NewP256Key());
+  CertRequest request;
+  request.common_name = "geotrain-worker:" + options.name;
+  request.subject_key = worker_key.get();
+  request.issuer = ca.get();
+  request.issuer_key = ca_key.get();
+  request.days = options.days;
+  request.extensions = {
+      {NID_basic_constraints, "critical,CA:FALSE"},
+      {NID_key_usage, "critical,digitalSignature,keyAgreement"},
+      {NID_ext_key_usage, "clientAuth"},
+      {NID_subject_alt_name, std::string("URI:") + kWorkerIdentityUriPrefix + options.name}};
+  GEOTRAIN_ASSIGN_OR_RETURN(Cert cert, IssueCertificate(request));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string cert_pem, CertPem(cert.get()));
+  GEOTRAIN_ASSIGN_OR_RETURN(std::string key_pem, KeyPem(worker_key.get()));
+  GEOTRAIN_ASSIGN_OR_RETURN(added.fingerprint, Fingerprint(cert.get()));
+  // The key first: a certificate without its key is never left behind as if usable.
+  GEOTRAIN_RETURN_IF_ERROR(WriteFile(added.key_path, key_pem, 0600, options.force));
+  GEOTRAIN_RETURN_IF_ERROR(WriteFile(added.cert_path, cert_pem, 0644, options.force));
+  return added;
+}
 
 Status CheckCertHost(const std::string& host) {
   if (host.empty()) return InvalidArgument("--hosts: an empty name (between two commas?)");
@@ -223,9 +326,8 @@ StatusOr<std::vector<std::string>> InitDeploymentCerts(const CertsInitOptions& o
   }
   const fs::path dir(options.dir);
   const auto path = [&dir](const char* name) { return (dir / name).string(); };
-  const std::vector<std::string> names = {
-      kCaCertFile,     kCaKeyFile,     kCoordinatorCertFile, kCoordinatorKeyFile,
-      kWorkerCertFile, kWorkerKeyFile, kJoinTokenFile,       kAdminTokenFile};
+  const std::vector<std::string> names = {kCaCertFile,         kCaKeyFile,     kCoordinatorCertFile,
+                                          kCoordinatorKeyFile, kJoinTokenFile, kAdminTokenFile};
   if (!options.force) {
     for (const std::string& name : names) {
       if (fs::exists(dir / name, ec)) {
@@ -258,29 +360,15 @@ StatusOr<std::vector<std::string>> InitDeploymentCerts(const CertsInitOptions& o
                                     {NID_subject_alt_name, SubjectAltNames(options.hosts)}};
   GEOTRAIN_ASSIGN_OR_RETURN(Cert coordinator, IssueCertificate(coordinator_request));
 
-  GEOTRAIN_ASSIGN_OR_RETURN(Key worker_key, NewP256Key());
-  CertRequest worker_request = coordinator_request;
-  worker_request.common_name = "geotrain-worker";
-  worker_request.subject_key = worker_key.get();
-  worker_request.extensions = {{NID_basic_constraints, "critical,CA:FALSE"},
-                               {NID_key_usage, "critical,digitalSignature,keyAgreement"},
-                               {NID_ext_key_usage, "clientAuth"},
-                               {NID_subject_alt_name, "DNS:geotrain-worker"}};
-  GEOTRAIN_ASSIGN_OR_RETURN(Cert worker, IssueCertificate(worker_request));
-
-  std::vector<std::pair<std::string, mode_t>> texts;
   GEOTRAIN_ASSIGN_OR_RETURN(std::string ca_pem, CertPem(ca.get()));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string ca_key_pem, KeyPem(ca_key.get()));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string coordinator_pem, CertPem(coordinator.get()));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string coordinator_key_pem, KeyPem(coordinator_key.get()));
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string worker_pem, CertPem(worker.get()));
-  GEOTRAIN_ASSIGN_OR_RETURN(std::string worker_key_pem, KeyPem(worker_key.get()));
   GEOTRAIN_ASSIGN_OR_RETURN(std::string join_token, RandomToken());
   GEOTRAIN_ASSIGN_OR_RETURN(std::string admin_token, RandomToken());
   const std::vector<std::pair<const std::string*, mode_t>> contents = {
       {&ca_pem, 0644},          {&ca_key_pem, 0600},
       {&coordinator_pem, 0644}, {&coordinator_key_pem, 0600},
-      {&worker_pem, 0644},      {&worker_key_pem, 0600},
       {&join_token, 0600},      {&admin_token, 0600}};
   std::vector<std::string> written;
   for (size_t i = 0; i < names.size(); ++i) {

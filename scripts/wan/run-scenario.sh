@@ -211,6 +211,10 @@ say "network: ${#REGIONS[@]} regions, ${#WORKERS[@]} workers (namespaces $WAN_PR
 CERTS=$OUT/certs
 "$BIN/geotrain" certs init --dir "$CERTS" --hosts 10.77.0.1 >"$OUT/certs.out" ||
   { echo "run-scenario: geotrain certs init failed" >&2; exit 1; }
+for worker in "${WORKERS[@]}"; do  # each worker its own certificate
+  "$BIN/geotrain" certs add-worker --dir "$CERTS" --name "$worker" >>"$OUT/certs.out" ||
+    { echo "run-scenario: geotrain certs add-worker failed" >&2; exit 1; }
+done
 wan_exec_prefix coord
 "${WAN_EXEC[@]}" "$BIN/geotrain-coordinator" --listen 10.77.0.1:7070 --state-dir "$OUT/state" \
   --metrics-listen "" --tls-cert "$CERTS/coordinator.pem" --tls-key "$CERTS/coordinator.key" \
@@ -226,7 +230,8 @@ for worker in "${WORKERS[@]}"; do
   "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator 10.77.0.1:7070 \
     --advertise "${WORKER_ADDR[$worker]}" --region "${WORKER_REGION[$worker]}" \
     --work-dir "$OUT/$worker" --data-root "$REPO" --threads 1 --metrics-listen "" \
-    --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem" --tls-key "$CERTS/worker.key" \
+    --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker-$worker.pem" \
+    --tls-key "$CERTS/worker-$worker.key" \
     --join-token-file "$CERTS/join.token" \
     "${WORKER_FLAGS[@]}" >"$OUT/$worker.out" 2>"$OUT/$worker.log" &
   PIDS+=($!)

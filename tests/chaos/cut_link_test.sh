@@ -49,6 +49,10 @@ for i in 1 2 3 4; do wan_add_node "w$i" "10.77.$i.1"; done
 CERTS=$OUT/certs
 "$BIN/geotrain" certs init --dir "$CERTS" --hosts 10.77.0.1 >"$OUT/certs.out" ||
   { echo "cut_link_test: geotrain certs init failed" >&2; exit 1; }
+for i in 1 2 3 4; do  # each worker its own certificate
+  "$BIN/geotrain" certs add-worker --dir "$CERTS" --name "w$i" >>"$OUT/certs.out" ||
+    { echo "cut_link_test: geotrain certs add-worker failed" >&2; exit 1; }
+done
 wan_exec_prefix coord
 "${WAN_EXEC[@]}" "$BIN/geotrain-coordinator" --listen 10.77.0.1:7070 --state-dir "$OUT/state" \
   --metrics-listen "" --heartbeat-interval-ms 300 --heartbeat-timeout-ms 3000 \
@@ -63,8 +67,8 @@ for i in 1 2 3 4; do
   wan_exec_prefix "w$i"
   OMP_NUM_THREADS=1 "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator 10.77.0.1:7070 \
     --advertise "10.77.$i.1" --region "r$i" --work-dir "$OUT/w$i" --data-root "$REPO" \
-    --allow-path "$OUT" --threads 1 --metrics-listen "" --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem" \
-    --tls-key "$CERTS/worker.key" --join-token-file "$CERTS/join.token" \
+    --allow-path "$OUT" --threads 1 --metrics-listen "" --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker-w$i.pem" \
+    --tls-key "$CERTS/worker-w$i.key" --join-token-file "$CERTS/join.token" \
     >"$OUT/w$i.out" 2>"$OUT/w$i.log" &
   PIDS+=($!)
 done

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <vector>
 
 #include "cli/exit_codes.h"
 #include "common/auth/credential_files.h"
@@ -48,12 +49,12 @@ TEST(CertsInitTest, WritesTheSetWithPrivateModesAndUsableTokens) {
   options.hosts = {"10.77.0.1", "coord.example.com"};
   std::ostringstream out, err;
   ASSERT_EQ(RunCertsInit(options, out, err), kExitSuccess) << err.str();
-  for (const char* name : {auth::kCaKeyFile, auth::kCoordinatorKeyFile, auth::kWorkerKeyFile,
-                           auth::kJoinTokenFile, auth::kAdminTokenFile}) {
+  for (const char* name :
+       {auth::kCaKeyFile, auth::kCoordinatorKeyFile, auth::kJoinTokenFile, auth::kAdminTokenFile}) {
     EXPECT_EQ(Mode(options.dir + "/" + name), 0600u) << name;
     EXPECT_NE(out.str().find(options.dir + "/" + name), std::string::npos) << name;
   }
-  for (const char* name : {auth::kCaCertFile, auth::kCoordinatorCertFile, auth::kWorkerCertFile}) {
+  for (const char* name : {auth::kCaCertFile, auth::kCoordinatorCertFile}) {
     EXPECT_EQ(Mode(options.dir + "/" + name), 0644u) << name;
   }
   EXPECT_NE(out.str().find("--admin-token-file"), std::string::npos) << out.str();
@@ -68,24 +69,79 @@ TEST(CertsInitTest, WritesTheSetWithPrivateModesAndUsableTokens) {
   // The coordinator's certificate: signed by the CA, for the hosts and localhost.
   X509* ca = LoadCert(options.dir + "/" + auth::kCaCertFile);
   X509* coordinator = LoadCert(options.dir + "/" + auth::kCoordinatorCertFile);
-  X509* worker = LoadCert(options.dir + "/" + auth::kWorkerCertFile);
   ASSERT_NE(ca, nullptr);
   ASSERT_NE(coordinator, nullptr);
-  ASSERT_NE(worker, nullptr);
   EVP_PKEY* ca_key = X509_get0_pubkey(ca);
   EXPECT_EQ(X509_verify(coordinator, ca_key), 1);
-  EXPECT_EQ(X509_verify(worker, ca_key), 1);
   EXPECT_EQ(X509_check_host(coordinator, "coord.example.com", 0, 0, nullptr), 1);
   EXPECT_EQ(X509_check_host(coordinator, "localhost", 0, 0, nullptr), 1);
   EXPECT_EQ(X509_check_ip_asc(coordinator, "10.77.0.1", 0), 1);
   EXPECT_EQ(X509_check_ip_asc(coordinator, "127.0.0.1", 0), 1);
   EXPECT_NE(X509_check_ip_asc(coordinator, "10.77.0.2", 0), 1);
   EXPECT_EQ(X509_check_purpose(coordinator, X509_PURPOSE_SSL_SERVER, 0), 1);
-  EXPECT_EQ(X509_check_purpose(worker, X509_PURPOSE_SSL_CLIENT, 0), 1);
-  EXPECT_NE(X509_check_purpose(worker, X509_PURPOSE_SSL_SERVER, 0), 1);
   X509_free(ca);
   X509_free(coordinator);
+}
+
+// The URI SANs of `cert`.
+std::vector<std::string> Uris(X509* cert) {
+  std::vector<std::string> uris;
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    if (name->type != GEN_URI) continue;
+    const ASN1_IA5STRING* uri = name->d.uniformResourceIdentifier;
+    uris.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
+                      static_cast<size_t>(ASN1_STRING_length(uri)));
+  }
+  GENERAL_NAMES_free(names);
+  return uris;
+}
+
+TEST(CertsAddWorkerTest, IssuesAClientCertificateWithTheWorkersOwnIdentity) {
+  geotrain::testing::TempDir dir;
+  auth::CertsInitOptions init;
+  init.dir = dir.path();
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCertsInit(init, out, err), kExitSuccess) << err.str();
+  EXPECT_NE(out.str().find("certs add-worker"), std::string::npos) << out.str();
+
+  auth::AddWorkerOptions options;
+  options.dir = dir.path();
+  options.name = "gpu-7";
+  std::ostringstream added, added_err;
+  ASSERT_EQ(RunCertsAddWorker(options, added, added_err), kExitSuccess) << added_err.str();
+  const std::string cert_path = dir.File(auth::WorkerCertFile("gpu-7"));
+  const std::string key_path = dir.File(auth::WorkerKeyFile("gpu-7"));
+  EXPECT_EQ(cert_path, dir.File("worker-gpu-7.pem"));
+  EXPECT_EQ(Mode(key_path), 0600u);
+  EXPECT_EQ(Mode(cert_path), 0644u);
+  EXPECT_NE(added.str().find("fingerprint: sha256:"), std::string::npos) << added.str();
+  EXPECT_NE(added.str().find("--revoked-workers"), std::string::npos) << added.str();
+
+  X509* ca = LoadCert(dir.File(auth::kCaCertFile));
+  X509* worker = LoadCert(cert_path);
+  ASSERT_NE(ca, nullptr);
+  ASSERT_NE(worker, nullptr);
+  EXPECT_EQ(X509_verify(worker, X509_get0_pubkey(ca)), 1);
+  EXPECT_EQ(X509_check_purpose(worker, X509_PURPOSE_SSL_CLIENT, 0), 1);
+  EXPECT_NE(X509_check_purpose(worker, X509_PURPOSE_SSL_SERVER, 0), 1);
+  EXPECT_EQ(Uris(worker), std::vector<std::string>{"geotrain:worker:gpu-7"});
+  X509_free(ca);
   X509_free(worker);
+
+  // Not twice without --force; names are checked; a directory without the CA is refused.
+  std::ostringstream again, again_err;
+  EXPECT_EQ(RunCertsAddWorker(options, again, again_err), kExitFailure);
+  EXPECT_NE(again_err.str().find("exists; --force replaces it"), std::string::npos);
+  options.name = "../evil";
+  EXPECT_EQ(RunCertsAddWorker(options, again, again_err), kExitUsage);
+  EXPECT_NE(again_err.str().find("--name: \"../evil\""), std::string::npos) << again_err.str();
+  options.name = "w1";
+  options.dir = dir.File("nothing-here");
+  EXPECT_EQ(RunCertsAddWorker(options, again, again_err), kExitUsage);
+  EXPECT_NE(again_err.str().find("ca.pem"), std::string::npos) << again_err.str();
 }
 
 TEST(CertsInitTest, RefusesToOverwriteWithoutForce) {

@@ -5,15 +5,22 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <sstream>
+#include <thread>
+
 #include <google/protobuf/descriptor.h>
 
 #include "common/auth/channel_credentials.h"
 #include "common/auth/deployment_certs.h"
 #include "coordinator/call_authorizer.h"
+#include "coordinator/revoked_workers.h"
 #include "coordinator/server.h"
+#include "coordinator/worker_identity.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
 #include "geotrain/v1/rendezvous.grpc.pb.h"
 #include "tests/coordinator/coordinator_test_support.h"
+#include "tests/testing/manual_clock.h"
 
 namespace geotrain::coordinator {
 namespace {
@@ -23,14 +30,28 @@ using testing::TinyJobYaml;
 
 constexpr std::chrono::seconds kRpcDeadline{20};
 
-std::string In(const std::string& dir, const char* name) { return dir + "/" + name; }
+std::string In(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
-// A deployment's files (certs init) in `dir`.
+// A deployment's files (certs init) in `dir`, and the certificates of workers w1 and w2.
 void MakeCerts(const std::string& dir) {
   auth::CertsInitOptions options;
   options.dir = dir;
   const auto written = auth::InitDeploymentCerts(options);
   ASSERT_TRUE(written.ok()) << written.status().ToString();
+  for (const char* name : {"w1", "w2"}) {
+    auth::AddWorkerOptions worker;
+    worker.dir = dir;
+    worker.name = name;
+    const auto added = auth::AddWorkerCert(worker);
+    ASSERT_TRUE(added.ok()) << added.status().ToString();
+  }
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 ServerSecurityOptions SecurityFrom(const std::string& certs) {
@@ -55,6 +76,9 @@ class CoordinatorTlsTest : public ::testing::Test {
     options.state_dir = dir_.path() + "/state";
     options.tick_period = std::chrono::milliseconds(50);
     options.security = SecurityFrom(certs_);
+    revoked_ = dir_.path() + "/revoked-workers";
+    std::ofstream(revoked_) << "# none\n";
+    options.security.revoked_workers_file = revoked_;
     options.max_submissions_per_minute = 3;
     auto server = CoordinatorServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -73,17 +97,23 @@ class CoordinatorTlsTest : public ::testing::Test {
     EXPECT_TRUE(credentials.ok()) << credentials.status().ToString();
     return grpc::CreateChannel(server_->address(), *credentials);
   }
-  std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& token) {
-    return Channel(In(certs_, auth::kWorkerCertFile), In(certs_, auth::kWorkerKeyFile), token);
+  std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& token,
+                                               const std::string& name = "w1") {
+    return Channel(In(certs_, auth::WorkerCertFile(name)), In(certs_, auth::WorkerKeyFile(name)),
+                   token);
   }
 
-  static grpc::Status Register(const std::shared_ptr<grpc::Channel>& channel) {
+  static grpc::Status Register(const std::shared_ptr<grpc::Channel>& channel,
+                               const std::string& worker_id = "", std::string* id = nullptr) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
     v1::RegisterRequest request;
+    request.set_worker_id(worker_id);
     request.mutable_capabilities()->set_region("eu");
     v1::RegisterResponse response;
-    return v1::Coordinator::NewStub(channel)->Register(&context, request, &response);
+    grpc::Status status = v1::Coordinator::NewStub(channel)->Register(&context, request, &response);
+    if (id != nullptr) *id = response.worker_id();
+    return status;
   }
   static grpc::Status Submit(const std::shared_ptr<grpc::Channel>& channel,
                              const std::string& yaml = TinyJobYaml(1, 1)) {
@@ -112,7 +142,7 @@ class CoordinatorTlsTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::string certs_, other_;
+  std::string certs_, other_, revoked_;
   std::unique_ptr<CoordinatorServer> server_;
 };
 
@@ -124,8 +154,8 @@ TEST_F(CoordinatorTlsTest, AWorkerNeedsItsCertificateAndTheJoinToken) {
   EXPECT_NE(status.error_message().find("client certificate"), std::string::npos)
       << status.error_message();
   // A certificate from another CA: the handshake fails.
-  status =
-      Register(Channel(In(other_, auth::kWorkerCertFile), In(other_, auth::kWorkerKeyFile), join));
+  status = Register(
+      Channel(In(other_, auth::WorkerCertFile("w1")), In(other_, auth::WorkerKeyFile("w1")), join));
   EXPECT_FALSE(status.ok());
   // The right certificate, no token, the other deployment's token, the admin token.
   for (const std::string& token :
@@ -141,6 +171,53 @@ TEST_F(CoordinatorTlsTest, AWorkerNeedsItsCertificateAndTheJoinToken) {
   // Past the authorizer: the store itself answers (no such job's scope is open).
   status = KvSet(WorkerChannel(join));
   EXPECT_NE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+}
+
+TEST_F(CoordinatorTlsTest, AWorkerIdIsBoundToItsIdentityAndKvCallsToPlacedWorkers) {
+  const std::string join = In(certs_, auth::kJoinTokenFile);
+  std::string id;
+  ASSERT_TRUE(Register(WorkerChannel(join, "w1"), "", &id).ok());
+  ASSERT_FALSE(id.empty());
+  const grpc::Status stolen = Register(WorkerChannel(join, "w2"), id);
+  EXPECT_EQ(stolen.error_code(), grpc::StatusCode::PERMISSION_DENIED) << stolen.error_message();
+  EXPECT_NE(stolen.error_message().find("worker " + id + " is bound to another identity"),
+            std::string::npos)
+      << stolen.error_message();
+  EXPECT_EQ(stolen.error_message().find(ReadText(join).substr(0, 64)), std::string::npos);
+  EXPECT_TRUE(Register(WorkerChannel(join, "w1"), id).ok());
+  // No job is placed: no scope is open to a worker with identity.
+  const grpc::Status kv = KvSet(WorkerChannel(join, "w1"));
+  EXPECT_EQ(kv.error_code(), grpc::StatusCode::PERMISSION_DENIED) << kv.error_message();
+  EXPECT_NE(kv.error_message().find("rendezvous scope job 'job-1' generation 1"), std::string::npos)
+      << kv.error_message();
+}
+
+TEST_F(CoordinatorTlsTest, ARevokedWorkersOpenSessionEndsAndItCannotComeBack) {
+  const std::string join = In(certs_, auth::kJoinTokenFile);
+  const auto channel = WorkerChannel(join, "w1");
+  std::string id;
+  ASSERT_TRUE(Register(channel, "", &id).ok());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
+  auto stream = v1::Coordinator::NewStub(channel)->Session(&context);
+  v1::WorkerMessage message;
+  message.mutable_hello()->set_worker_id(id);
+  ASSERT_TRUE(stream->Write(message));
+  message.Clear();
+  message.mutable_heartbeat()->set_unix_ms(1);
+  ASSERT_TRUE(stream->Write(message));
+
+  std::ofstream(revoked_, std::ios::trunc) << "w1\n";
+  // The list is re-read at most once a second: heartbeats until the session ends.
+  for (int i = 0; i < 100 && stream->Write(message); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::PERMISSION_DENIED) << ended.error_message();
+  EXPECT_NE(ended.error_message().find("revoked"), std::string::npos) << ended.error_message();
+  const grpc::Status again = Register(WorkerChannel(join, "w1"), id);
+  EXPECT_EQ(again.error_code(), grpc::StatusCode::PERMISSION_DENIED) << again.error_message();
+  EXPECT_TRUE(Register(WorkerChannel(join, "w2")).ok());
 }
 
 TEST_F(CoordinatorTlsTest, TheRendezvousStoreIsClosedToOthers) {
@@ -240,6 +317,82 @@ TEST(CoordinatorSecurityRulesTest, AReadableTokenFileIsRefused) {
   ASSERT_FALSE(server.ok());
   EXPECT_NE(server.status().message().find("--join-token-file"), std::string::npos);
   EXPECT_NE(server.status().message().find("0644"), std::string::npos) << server.status().message();
+}
+
+TEST(CallAuthorizerTest, AWorkerCertificateNeedsAnIdentityUnlessSharedOnesAreAllowed) {
+  TempDir dir;
+  MakeCerts(dir.path());
+  const std::string method = "/geotrain.v1.Coordinator/Register";
+  const std::string w1 = ReadText(In(dir.path(), auth::WorkerCertFile("w1")));
+  // The coordinator's own certificate stands in for an old shared worker.pem: no identity.
+  const std::string shared = ReadText(In(dir.path(), auth::kCoordinatorCertFile));
+  auto identity = IdentityOfCertificate(w1);
+  ASSERT_TRUE(identity.ok()) << identity.status().ToString();
+  EXPECT_EQ(identity->name, "w1");
+  EXPECT_EQ(identity->fingerprint.size(), 7u + 64u);
+  identity = IdentityOfCertificate(shared);
+  ASSERT_TRUE(identity.ok());
+  EXPECT_EQ(identity->name, "");
+  EXPECT_FALSE(IdentityOfCertificate("not a certificate").ok());
+
+  CallAuthorizer strict({"", "", true});
+  std::string name;
+  EXPECT_TRUE(strict.CheckWorkerCertificate(method, w1, &name).ok());
+  EXPECT_EQ(name, "w1");
+  const grpc::Status refused = strict.CheckWorkerCertificate(method, shared, &name);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("carries no worker identity"), std::string::npos);
+  EXPECT_NE(refused.error_message().find("--allow-shared-worker-cert"), std::string::npos);
+  CallAuthorizer legacy({"", "", true, /*allow_shared_worker_cert=*/true});
+  name = "x";
+  EXPECT_TRUE(legacy.CheckWorkerCertificate(method, shared, &name).ok());
+  EXPECT_EQ(name, "");
+}
+
+TEST(CallAuthorizerTest, RevokedWorkersAreRefusedAndTheFileIsReReadWhenItChanges) {
+  TempDir dir;
+  MakeCerts(dir.path());
+  const std::string method = "/geotrain.v1.Rendezvous/KvGet";
+  const std::string w1 = ReadText(In(dir.path(), auth::WorkerCertFile("w1")));
+  const std::string w2 = ReadText(In(dir.path(), auth::WorkerCertFile("w2")));
+  const std::string file = In(dir.path(), "revoked-workers");
+  const auto write = [&file](const std::string& text) {
+    std::ofstream(file, std::ios::trunc) << text;
+  };
+  write("# none yet\n");
+  geotrain::testing::ManualClock clock(1'700'000'000'000);
+  auto revoked = RevokedWorkers::Open(file, &clock);
+  ASSERT_TRUE(revoked.ok()) << revoked.status().ToString();
+  CallAuthorizerOptions options;
+  options.require_client_cert = true;
+  options.revoked = std::move(*revoked);
+  CallAuthorizer authorizer(options);
+  std::string name;
+  EXPECT_TRUE(authorizer.CheckWorkerCertificate(method, w1, &name).ok());
+
+  write("w1  # lost laptop\n");
+  clock.AdvanceMs(1001);
+  grpc::Status status = authorizer.CheckWorkerCertificate(method, w1, &name);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(status.error_message().find("'w1' is revoked"), std::string::npos);
+  EXPECT_TRUE(authorizer.CheckWorkerCertificate(method, w2, &name).ok());
+
+  // By fingerprint: only that certificate. A broken edit keeps the last good list.
+  const auto fingerprint = IdentityOfCertificate(w2);
+  ASSERT_TRUE(fingerprint.ok());
+  write(fingerprint->fingerprint + "\n");
+  clock.AdvanceMs(1001);
+  EXPECT_TRUE(authorizer.CheckWorkerCertificate(method, w1, &name).ok());
+  EXPECT_FALSE(authorizer.CheckWorkerCertificate(method, w2, &name).ok());
+  write("w2\nnot a name!\n");
+  clock.AdvanceMs(1001);
+  EXPECT_FALSE(authorizer.CheckWorkerCertificate(method, w2, &name).ok());
+  EXPECT_TRUE(authorizer.CheckWorkerCertificate(method, w1, &name).ok());
+
+  const auto bad = RevokedWorkers::Parse("ok\nsha256:12\n", "f");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("f line 2"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(RevokedWorkers::Open(In(dir.path(), "missing"), &clock).ok());
 }
 
 TEST(CallAuthorizerTest, EveryMethodOfBothServicesHasARole) {

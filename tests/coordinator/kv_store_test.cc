@@ -328,6 +328,52 @@ TEST(KvStoreTest, TotalBytesLimitCoversEveryScope) {
   EXPECT_TRUE(store.Set({"job-new", 1}, "k", std::string(100, 'x')).ok());
 }
 
+TEST(KvStoreTest, OneJobCannotFillTheStoreForTheOthers) {
+  KvStoreLimits limits;
+  limits.max_total_bytes = 100000;
+  limits.max_job_bytes = 10000;
+  KvStore store(limits);
+  Status status;
+  int stored = 0;
+  // Spread over generations: the quota is the job's, not one scope's.
+  for (uint32_t generation = 1; generation < 100 && status.ok(); ++generation) {
+    status = store.Set({"job-1", generation}, "k", std::string(1000, 'x'));
+    if (status.ok()) ++stored;
+  }
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(status.message(), "job 'job-1' would exceed its quota of 10000 bytes"))
+      << status.message();
+  EXPECT_TRUE(Contains(status.message(), "--rendezvous-job-max-bytes")) << status.message();
+  EXPECT_EQ(stored, 9);  // 9 x (1000 + key + overhead) fit in 10000
+  EXPECT_LE(store.JobBytes("job-1"), 10000u);
+  // Another job still has room, and a delete or a dropped scope gives the job its room back.
+  EXPECT_TRUE(store.Set({"job-2", 1}, "k", std::string(1000, 'x')).ok());
+  ASSERT_TRUE(*store.Delete({"job-1", 1}, "k"));
+  EXPECT_TRUE(store.Set({"job-1", 50}, "k", std::string(1000, 'x')).ok());
+  store.DropScope("job-1", 2);
+  EXPECT_TRUE(store.Set({"job-1", 51}, "k", std::string(1000, 'x')).ok());
+  // Ended jobs hold nothing.
+  store.DropJob("job-1");
+  EXPECT_EQ(store.JobBytes("job-1"), 0u);
+  EXPECT_EQ(store.JobKeys("job-1"), 0u);
+  EXPECT_EQ(store.TotalBytes(), store.JobBytes("job-2"));
+}
+
+TEST(KvStoreTest, KeysPerJobQuota) {
+  KvStoreLimits limits;
+  limits.max_job_keys = 4;
+  KvStore store(limits);
+  for (const char* key : {"a", "b"}) ASSERT_TRUE(store.Set({"job-1", 1}, key, "").ok());
+  for (const char* key : {"a", "b"}) ASSERT_TRUE(store.Set({"job-1", 2}, key, "").ok());
+  const Status full = store.Set({"job-1", 3}, "a", "");
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(full.message(), "quota of 4 keys")) << full.message();
+  EXPECT_EQ(store.Add({"job-1", 3}, "n", 1).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(store.Set({"job-1", 1}, "a", "overwrite is fine").ok());
+  EXPECT_TRUE(store.Set({"job-2", 1}, "a", "").ok());
+  EXPECT_EQ(store.JobKeys("job-1"), 4u);
+}
+
 TEST(KvStoreTest, KeyLengthLimit) {
   KvStoreLimits limits;
   limits.max_key_bytes = 8;

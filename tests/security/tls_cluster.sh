@@ -10,6 +10,12 @@
 #   tls_cluster_wait_idle N
 #   cli ARGS...                           # the admin CLI, inside the coordinator's namespace
 #   attacker ARGS...                      # a command run in the attacker's namespace (10.77.99.1)
+#   attack_as NAME CMD...                 # attack_client there, with worker NAME's credentials
+#                                         # (its own certificate, `certs add-worker`, and the join
+#                                         # token: what a compromised worker NAME holds)
+#   tls_cluster_submit_tiny STEPS         # submit gpt2-tiny-2x2 (4 ranks), print the job id
+#   job_field JOB JQ                      # a field of `geotrain status JOB -o json`
+#   worker_name_of ID                     # w<i>, the worker that holds worker id ID
 #   fail "what"; pass                     # print the verdict and exit 1 / 0
 #
 # The EXIT trap kills every process started here and deletes the namespaces; logs stay in $OUT
@@ -24,7 +30,7 @@ tls_cluster_init() {
   TEST_NAME=$1
   BIN=${2:-$TLS_CLUSTER_REPO/build}/bin
   local program
-  for program in geotrain-coordinator geotrain-worker geotrain; do
+  for program in geotrain-coordinator geotrain-worker geotrain attack_client; do
     [[ -x $BIN/$program ]] || { echo "$TEST_NAME: $BIN/$program is not built" >&2; exit 1; }
   done
   command -v jq >/dev/null || { echo "$TEST_NAME: SKIP: jq is missing"; exit 77; }
@@ -72,10 +78,19 @@ tls_cluster_start_coordinator() {
   PIDS+=("$COORDINATOR_PID")
 }
 
-# Worker i's credentials, as the operator installs them (docs/security.md "Setting it up").
+# Worker NAME's own certificate (docs/security.md "Adding and revoking a worker"), once.
+issue_worker_cert() {
+  [[ -f $CERTS/worker-$1.pem ]] ||
+    "$BIN/geotrain" certs add-worker --dir "$CERTS" --name "$1" >>"$OUT/certs.out" ||
+    fail "geotrain certs add-worker --name $1 failed"
+}
+
+# Worker i's credentials, as the operator installs them (docs/security.md "Setting it up"):
+# certificate w<i>, identity geotrain:worker:w<i>.
 worker_tls_flags() {
-  echo --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker.pem" --tls-key "$CERTS/worker.key" \
-    --join-token-file "$CERTS/join.token"
+  issue_worker_cert "w$1"
+  echo --tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/worker-w$1.pem" \
+    --tls-key "$CERTS/worker-w$1.key" --join-token-file "$CERTS/join.token"
 }
 
 tls_cluster_start_workers() {
@@ -83,6 +98,7 @@ tls_cluster_start_workers() {
   shift
   for ((i = 1; i <= count; i++)); do
     wan_add_node "w$i" "10.77.$i.1"
+    issue_worker_cert "w$i"
     wan_exec_prefix "w$i"
     # shellcheck disable=SC2046
     OMP_NUM_THREADS=1 "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator "$COORDINATOR_ADDR" \
@@ -95,6 +111,14 @@ tls_cluster_start_workers() {
 
 cli() { wan_exec coord env OMP_NUM_THREADS=1 "$BIN/geotrain" "$@"; }
 attacker() { wan_exec attacker "$@"; }
+attack_as() {
+  local name=$1
+  shift
+  issue_worker_cert "$name"
+  attacker "$BIN/attack_client" --coordinator "$COORDINATOR_ADDR" --ca "$CERTS/ca.pem" \
+    --cert "$CERTS/worker-$name.pem" --key "$CERTS/worker-$name.key" \
+    --token "$CERTS/join.token" "$@"
+}
 
 wait_for() {  # wait_for SECONDS WHAT COMMAND...: polls COMMAND twice a second
   local seconds=$1 what=$2
@@ -107,3 +131,26 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: polls COMMAND twice a second
 }
 _idle_workers() { [[ $(cli workers 2>/dev/null | grep -cw idle || true) -ge $1 ]]; }
 tls_cluster_wait_idle() { wait_for "${2:-90}" "$1 idle workers" _idle_workers "$1"; }
+
+tls_cluster_submit_tiny() {
+  sed -e "s|/tmp/geotrain-gpt2-tiny-2x2|$OUT/job|" -e "s/^  steps: .*/  steps: $1/" \
+    -e 's/^  checkpoint_every: .*/  checkpoint_every: 10/' -e 's/^  eval_every: .*/  eval_every: 0/' \
+    -e 's/^  timeout_seconds: .*/  timeout_seconds: 30/' \
+    "$TLS_CLUSTER_REPO/examples/gpt2-tiny-2x2.yaml" >"$OUT/job.yaml"
+  cli submit "$OUT/job.yaml" -o json | jq -r .id
+}
+job_field() { cli status "$1" -o json 2>/dev/null | jq -r "$2"; }
+worker_name_of() {
+  local dir
+  for dir in "$OUT"/w*/; do
+    [[ -f $dir/worker-id && $(tr -d '[:space:]' <"$dir/worker-id") == "$1" ]] &&
+      basename "$dir" && return 0
+  done
+  return 1
+}
+_job_past_step() { [[ $(job_field "$1" '.progress.step // 0') -ge $2 ]]; }
+_job_ended() { [[ $(job_field "$1" .state) =~ ^JOB_STATE_(SUCCEEDED|FAILED|CANCELLED)$ ]]; }
+tls_cluster_wait_step() { wait_for "${3:-300}" "step $2 of $1" _job_past_step "$1" "$2"; }
+tls_cluster_wait_end() { wait_for "${2:-300}" "end of $1" _job_ended "$1"; }
+# Fails unless the coordinator's log holds the fixed string.
+expect_logged() { grep -qF -- "$1" "$OUT/coordinator.log" || fail "the coordinator's log lacks: $1"; }

@@ -32,6 +32,10 @@ Status ParseDaemon(std::vector<std::string> args, DaemonFlags* flags) {
   return Parse(std::move(args), flags, AddDaemonFlags, FinishDaemonFlags);
 }
 
+// What `geotrain certs add-worker --name w1` writes.
+constexpr char kWorkerCert[] = "worker-w1.pem";
+constexpr char kWorkerKey[] = "worker-w1.key";
+
 class WorkerTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,6 +43,10 @@ class WorkerTlsTest : public ::testing::Test {
     auth::CertsInitOptions certs;
     certs.dir = certs_;
     ASSERT_TRUE(auth::InitDeploymentCerts(certs).ok());
+    auth::AddWorkerOptions worker;
+    worker.dir = certs_;
+    worker.name = "w1";
+    ASSERT_TRUE(auth::AddWorkerCert(worker).ok());
   }
   std::string Cert(const char* name) const { return certs_ + "/" + name; }
   std::vector<std::string> Args(std::vector<std::string> extra) const {
@@ -55,9 +63,8 @@ class WorkerTlsTest : public ::testing::Test {
 
 TEST_F(WorkerTlsTest, FlagsMustCombine) {
   DaemonFlags flags;
-  Status status = ParseDaemon(
-      Args({"--tls-cert", Cert(auth::kWorkerCertFile), "--tls-key", Cert(auth::kWorkerKeyFile)}),
-      &flags);
+  Status status =
+      ParseDaemon(Args({"--tls-cert", Cert(kWorkerCert), "--tls-key", Cert(kWorkerKey)}), &flags);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("--tls-cert: a client certificate needs --tls-ca"),
             std::string::npos)
@@ -68,24 +75,23 @@ TEST_F(WorkerTlsTest, FlagsMustCombine) {
             std::string::npos)
       << status.message();
   flags = DaemonFlags();
-  status = ParseDaemon(
-      Args({"--tls-ca", Cert(auth::kCaCertFile), "--tls-key", Cert(auth::kWorkerKeyFile)}), &flags);
+  status = ParseDaemon(Args({"--tls-ca", Cert(auth::kCaCertFile), "--tls-key", Cert(kWorkerKey)}),
+                       &flags);
   EXPECT_NE(status.message().find("give both"), std::string::npos) << status.message();
 }
 
 TEST_F(WorkerTlsTest, TheTaskChildGetsTheSameFilesAsAbsolutePaths) {
   DaemonFlags flags;
   const std::string relative_ca = std::filesystem::relative(Cert(auth::kCaCertFile)).string();
-  ASSERT_TRUE(ParseDaemon(Args({"--tls-ca", relative_ca, "--tls-cert", Cert(auth::kWorkerCertFile),
-                                "--tls-key", Cert(auth::kWorkerKeyFile), "--join-token-file",
-                                Cert(auth::kJoinTokenFile)}),
-                          &flags)
-                  .ok());
+  ASSERT_TRUE(
+      ParseDaemon(Args({"--tls-ca", relative_ca, "--tls-cert", Cert(kWorkerCert), "--tls-key",
+                        Cert(kWorkerKey), "--join-token-file", Cert(auth::kJoinTokenFile)}),
+                  &flags)
+          .ok());
   const std::vector<std::string> child = CredentialFlags(flags.credentials);
   EXPECT_EQ(child, (std::vector<std::string>{"--tls-ca", Cert(auth::kCaCertFile), "--tls-cert",
-                                             Cert(auth::kWorkerCertFile), "--tls-key",
-                                             Cert(auth::kWorkerKeyFile), "--join-token-file",
-                                             Cert(auth::kJoinTokenFile)}));
+                                             Cert(kWorkerCert), "--tls-key", Cert(kWorkerKey),
+                                             "--join-token-file", Cert(auth::kJoinTokenFile)}));
   // The child's own parser reads them back.
   TaskCommandOptions task;
   std::vector<std::string> args = {"--coordinator", "127.0.0.1:7070", "--assignment",
@@ -125,8 +131,8 @@ TEST_F(WorkerTlsTest, RegistersWithACoordinatorThatWantsCertificateAndToken) {
     return stub->Register(&context, request, &response);
   };
   const std::vector<std::string> tls = {"--tls-ca",   Cert(auth::kCaCertFile),
-                                        "--tls-cert", Cert(auth::kWorkerCertFile),
-                                        "--tls-key",  Cert(auth::kWorkerKeyFile)};
+                                        "--tls-cert", Cert(kWorkerCert),
+                                        "--tls-key",  Cert(kWorkerKey)};
   grpc::Status status = register_with(tls);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_NE(DescribeRpcError(status).find("UNAUTHENTICATED: worker join token missing or wrong"),
