@@ -22,8 +22,9 @@ enum class StatusCode {
   kNotFound,
   kUnavailable,  // a peer or file that should be there is not
   kDeadlineExceeded,
-  kInternal,         // a broken invariant of ours
-  kUnauthenticated,  // the caller's credentials are missing or wrong (gRPC's UNAUTHENTICATED)
+  kInternal,          // a broken invariant of ours
+  kUnauthenticated,   // the caller's credentials are missing or wrong (gRPC's UNAUTHENTICATED)
+  kPermissionDenied,  // an authenticated caller acting beyond its identity (another worker's id)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -64,6 +65,9 @@ inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status Unauthenticated(std::string m) {
   return {StatusCode::kUnauthenticated, std::move(m)};
+}
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
 }
 
 // A value or the Status explaining why there is none.

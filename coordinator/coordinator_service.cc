@@ -6,7 +6,6 @@
 
 #include "coordinator/job_state_machine.h"
 // ToGrpcStatus: the one Status -> grpc::Status conversion, shared with the Rendezvous service.
-#include "coordinator/permission_denied.h"
 #include "coordinator/rendezvous_service.h"
 #include "coordinator/revoked_workers.h"
 #include "coordinator/session_stream.h"

@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "coordinator/permission_denied.h"
 #include "coordinator/worker_identity.h"
 
 namespace geotrain::coordinator {
@@ -37,6 +36,8 @@ grpc::StatusCode ToGrpcCode(StatusCode code) {
       return grpc::StatusCode::INTERNAL;
     case StatusCode::kUnauthenticated:
       return grpc::StatusCode::UNAUTHENTICATED;
+    case StatusCode::kPermissionDenied:
+      return grpc::StatusCode::PERMISSION_DENIED;
   }
   return grpc::StatusCode::UNKNOWN;
 }
@@ -77,10 +78,6 @@ grpc::Status Reply(grpc::ServerContext* context, const Status& status) {
 
 grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  if (IsPermissionDenied(status)) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        status.message().substr(kPermissionDeniedPrefix.size()));
-  }
   return grpc::Status(ToGrpcCode(status.code()), status.message());
 }
 

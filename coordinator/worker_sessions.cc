@@ -6,7 +6,6 @@
 
 #include "coordinator/coordinator_core.h"
 #include "coordinator/job_state_machine.h"
-#include "coordinator/permission_denied.h"
 
 namespace geotrain::coordinator {
 namespace {

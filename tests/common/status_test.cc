@@ -17,5 +17,12 @@ TEST(StatusTest, UnauthenticatedIsACodeOfItsOwn) {
   EXPECT_STREQ(StatusCodeName(StatusCode::kInternal), "INTERNAL");
 }
 
+TEST(StatusTest, PermissionDeniedIsACodeOfItsOwn) {
+  const Status status = PermissionDenied("worker w-2 is bound to another identity");
+  EXPECT_EQ(status.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(status.ToString(), "PERMISSION_DENIED: worker w-2 is bound to another identity");
+  EXPECT_EQ(status.WithContext("Register").code(), StatusCode::kPermissionDenied);
+}
+
 }  // namespace
 }  // namespace geotrain

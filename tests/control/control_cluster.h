@@ -191,13 +191,29 @@ struct ClusterOptions {
 // The extra flags of each kind of process in a TLS cluster.
 struct ClusterTlsFlags {
   Args coordinator;
-  Args worker;
   Args cli;
+  std::string certs;  // the deployment's directory; empty without TLS
+
+  // Worker NAME's flags: its own certificate (`geotrain certs add-worker`, issued here), the CA
+  // and the join token. Empty without TLS, or when the certificate cannot be made (the test
+  // fails, naming the error).
+  Args Worker(const std::string& name, const std::string& log_prefix) const {
+    if (certs.empty()) return {};
+    Process add(GEOTRAIN_CLI_BINARY, Args{"certs", "add-worker", "--dir", certs, "--name", name},
+                log_prefix);
+    const bool ended = add.Wait(std::chrono::seconds(60));
+    EXPECT_TRUE(ended && add.exit_code() == 0) << "geotrain certs add-worker: " << add.Stderr();
+    if (!ended || add.exit_code() != 0) return {};
+    return {"--tls-ca",          certs + "/ca.pem",
+            "--tls-cert",        certs + "/worker-" + name + ".pem",
+            "--tls-key",         certs + "/worker-" + name + ".key",
+            "--join-token-file", certs + "/join.token"};
+  }
 };
 
 // The one place that sets a cluster's security up: `geotrain certs init` into DIR/certs, and the
-// flags that hand its files to the coordinator, the workers and the CLI. Empty flags when the
-// certificates cannot be made (the test fails, naming the error).
+// flags that hand its files to the coordinator, the workers (Worker) and the CLI. Empty flags when
+// the certificates cannot be made (the test fails, naming the error).
 inline ClusterTlsFlags ClusterTls(const std::string& dir) {
   const std::string certs = dir + "/certs";
   {
@@ -212,8 +228,7 @@ inline ClusterTlsFlags ClusterTls(const std::string& dir) {
                        "--tls-ca",           certs + "/ca.pem",
                        "--join-token-file",  certs + "/join.token",
                        "--admin-token-file", certs + "/admin.token"};
-  flags.worker = {"--tls-ca",  certs + "/ca.pem",     "--tls-cert",        certs + "/worker.pem",
-                  "--tls-key", certs + "/worker.key", "--join-token-file", certs + "/join.token"};
+  flags.certs = certs;
   flags.cli = {"--tls-ca", certs + "/ca.pem", "--admin-token-file", certs + "/admin.token"};
   return flags;
 }
@@ -266,8 +281,9 @@ class ControlCluster {
               "--allow-path",  dir(),        "--threads",        "1",           "--metrics-listen",
               "127.0.0.1:0"};
     for (const std::string& path : allowed_paths_) args.insert(args.end(), {"--allow-path", path});
-    workers_.push_back(std::make_unique<Process>(GEOTRAIN_WORKER_BINARY, Concat(args, tls_.worker),
-                                                 dir() + "/" + name));
+    workers_.push_back(std::make_unique<Process>(
+        GEOTRAIN_WORKER_BINARY, Concat(args, tls_.Worker(name, dir() + "/certs-" + name)),
+        dir() + "/" + name));
     return *workers_.back();
   }
   // Another directory the workers started from now on let jobs name (e.g. a small disk).

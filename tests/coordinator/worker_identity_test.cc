@@ -7,7 +7,6 @@
 #include "coordinator/coordinator_core.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
-#include "coordinator/permission_denied.h"
 #include "tests/coordinator/coordinator_test_support.h"
 #include "tests/testing/manual_clock.h"
 
@@ -77,7 +76,7 @@ TEST_F(WorkerIdentityTest, AnotherIdentityCannotClaimABoundWorkerEvenAfterAResta
   for (int restart = 0; restart < 2; ++restart) {
     auto stolen = Register(Identity("mallory"), id);
     ASSERT_FALSE(stolen.ok());
-    EXPECT_TRUE(IsPermissionDenied(stolen.status())) << stolen.status().ToString();
+    EXPECT_EQ(stolen.status().code(), StatusCode::kPermissionDenied) << stolen.status().ToString();
     EXPECT_NE(stolen.status().message().find("worker " + id + " is bound to another identity"),
               std::string::npos)
         << stolen.status().message();
@@ -85,7 +84,8 @@ TEST_F(WorkerIdentityTest, AnotherIdentityCannotClaimABoundWorkerEvenAfterAResta
     clock_.AdvanceMs(5000);
     auto session = Open(Identity("mallory"), id);
     ASSERT_FALSE(session.ok());
-    EXPECT_TRUE(IsPermissionDenied(session.status())) << session.status().ToString();
+    EXPECT_EQ(session.status().code(), StatusCode::kPermissionDenied)
+        << session.status().ToString();
     // Without any certificate (a shared-certificate or development caller) neither.
     EXPECT_FALSE(Open(CallerIdentity{}, id).ok());
     if (restart == 0) EXPECT_FALSE(real->closed());
@@ -164,7 +164,7 @@ TEST_F(WorkerIdentityTest, RendezvousScopesAreOpenOnlyToThePlacedWorkersLiveGene
   for (const auto& [who, generation] :
        {std::pair{spare, 1u}, std::pair{placed, 2u}, std::pair{placed, 0u}}) {
     const Status refused = core_->AuthorizeRendezvous(Identity(who), job->id(), generation);
-    EXPECT_TRUE(IsPermissionDenied(refused)) << who << " " << generation;
+    EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied) << who << " " << generation;
     EXPECT_NE(refused.message().find("rendezvous scope job '" + job->id() + "' generation " +
                                      std::to_string(generation)),
               std::string::npos)
