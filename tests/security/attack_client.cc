@@ -26,46 +26,20 @@
 #include "common/auth/channel_credentials.h"
 #include "geotrain/v1/coordinator.grpc.pb.h"
 #include "geotrain/v1/rendezvous.grpc.pb.h"
+#include "proto/grpc_code_name.h"
 
 namespace {
 
 namespace v1 = geotrain::v1;
 constexpr std::chrono::seconds kDeadline{20};
 
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "OTHER";
-  }
-}
-
 int Report(const grpc::Status& status, const std::string& ok_text) {
   if (status.ok()) {
     std::cout << "OK " << ok_text << std::endl;
     return 0;
   }
-  std::cout << "REFUSED " << CodeName(status.error_code()) << ": " << status.error_message()
-            << std::endl;
+  std::cout << "REFUSED " << geotrain::proto::GrpcCodeName(status.error_code()) << ": "
+            << status.error_message() << std::endl;
   return 2;
 }
 
