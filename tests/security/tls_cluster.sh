@@ -96,6 +96,7 @@ worker_tls_flags() {
 tls_cluster_start_workers() {
   local count=$1 i
   shift
+  mkdir -p "$OUT/job"  # where tls_cluster_submit_tiny's jobs write (an --allow-path)
   for ((i = 1; i <= count; i++)); do
     wan_add_node "w$i" "10.77.$i.1"
     issue_worker_cert "w$i"
@@ -103,7 +104,7 @@ tls_cluster_start_workers() {
     # shellcheck disable=SC2046
     OMP_NUM_THREADS=1 "${WAN_EXEC[@]}" "$BIN/geotrain-worker" --coordinator "$COORDINATOR_ADDR" \
       --advertise "10.77.$i.1" --region "r$i" --work-dir "$OUT/w$i" \
-      --data-root "${TLS_CLUSTER_DATA_ROOT:-$TLS_CLUSTER_REPO}" --threads 1 --metrics-listen "" $(worker_tls_flags "$i") "$@" \
+      --data-root "${TLS_CLUSTER_DATA_ROOT:-$TLS_CLUSTER_REPO}" --allow-path "$OUT/job" --threads 1 --metrics-listen "" $(worker_tls_flags "$i") "$@" \
       >>"$OUT/w$i.out" 2>>"$OUT/w$i.log" &
     PIDS+=($!)
   done
@@ -133,7 +134,7 @@ _idle_workers() { [[ $(cli workers 2>/dev/null | grep -cw idle || true) -ge $1 ]
 tls_cluster_wait_idle() { wait_for "${2:-90}" "$1 idle workers" _idle_workers "$1"; }
 
 tls_cluster_submit_tiny() {
-  sed -e "s|/tmp/geotrain-gpt2-tiny-2x2|$OUT/job|" -e "s/^  steps: .*/  steps: $1/" \
+  sed -e "s|runs/gpt2-tiny-2x2|$OUT/job|" -e "s/^  steps: .*/  steps: $1/" \
     -e 's/^  checkpoint_every: .*/  checkpoint_every: 10/' -e 's/^  eval_every: .*/  eval_every: 0/' \
     -e 's/^  timeout_seconds: .*/  timeout_seconds: 30/' \
     "$TLS_CLUSTER_REPO/examples/gpt2-tiny-2x2.yaml" >"$OUT/job.yaml"
