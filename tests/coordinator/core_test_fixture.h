@@ -1,6 +1,6 @@
 // CoreTest: the fixture of the tests that drive CoordinatorCore directly (coordinator_core_test,
-// state_store_failure_test): real SQLite state in a temp dir, the real KvStore, a ManualClock
-// starting at kStart, and RecordingSessions in place of the gRPC streams.
+// state_store_failure_test, worker_identity_test): real SQLite state in a temp dir, the real
+// KvStore, a ManualClock starting at kStart, and RecordingSessions in place of the gRPC streams.
 //
 // A test that puts something around the SQLite store (a fault-injecting one) overrides WrapStore;
 // one that keeps more beside the core (a CoordinatorService) extends StartCore and StopCore.

@@ -8,35 +8,21 @@
 #include "coordinator/kv_store.h"
 #include "coordinator/kv_store_scopes.h"
 #include "tests/coordinator/coordinator_test_support.h"
+#include "tests/coordinator/core_test_fixture.h"
 #include "tests/testing/manual_clock.h"
 
 namespace geotrain::coordinator {
 namespace {
 
-using geotrain::testing::ManualClock;
+using testing::CoreTest;
 using testing::RecordingSession;
-using testing::TempDir;
 using testing::TinyJobYaml;
 
 CallerIdentity Identity(const std::string& name) { return {true, name}; }
 
-class WorkerIdentityTest : public ::testing::Test {
+// The core of CoreTest (core_test_fixture.h), called by workers with certificate identities.
+class WorkerIdentityTest : public CoreTest {
  protected:
-  void SetUp() override { Start(); }
-
-  void Start() {
-    auto store = OpenSqliteStateStore(dir_.path());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-    scopes_ = KvStoreScopes(&kv_);
-    CoordinatorOptions options;
-    options.heartbeat_interval_ms = 1000;
-    options.heartbeat_timeout_ms = 10000;
-    auto core = CoordinatorCore::Create(options, store_.get(), scopes_.get(), &clock_);
-    ASSERT_TRUE(core.ok()) << core.status().ToString();
-    core_ = std::move(*core);
-  }
-
   StatusOr<v1::RegisterResponse> Register(const CallerIdentity& caller, const std::string& id) {
     v1::RegisterRequest request;
     request.set_worker_id(id);
@@ -61,13 +47,6 @@ class WorkerIdentityTest : public ::testing::Test {
     EXPECT_TRUE(session.ok()) << session.status().ToString();
     return registered->worker_id();
   }
-
-  TempDir dir_;
-  ManualClock clock_{1'700'000'000'000};
-  KvStore kv_;
-  std::unique_ptr<RendezvousScopes> scopes_;
-  std::unique_ptr<StateStore> store_;
-  std::unique_ptr<CoordinatorCore> core_;
 };
 
 TEST_F(WorkerIdentityTest, AnotherIdentityCannotClaimABoundWorkerEvenAfterARestart) {
@@ -90,9 +69,7 @@ TEST_F(WorkerIdentityTest, AnotherIdentityCannotClaimABoundWorkerEvenAfterAResta
     EXPECT_FALSE(Open(CallerIdentity{}, id).ok());
     if (restart == 0) EXPECT_FALSE(real->closed());
     // The binding is on record: a restarted coordinator keeps it.
-    core_.reset();
-    store_.reset();
-    Start();
+    RestartCore();
   }
   // The worker itself comes back.
   auto again = Register(Identity("alice"), id);
