@@ -350,7 +350,7 @@ TEST_F(StateStoreFailureTest, AGenerationIsSyncedBeforeItsAssignmentAndNeverReus
   // The placing record reached the database without its sync: the restarted coordinator must
   // not hand generation 1 out again.
   RestartCore();
-  ASSERT_TRUE(Connect(worker).ok());
+  ASSERT_TRUE(OpenSession(worker).ok());
   uint32_t generation = 0;
   for (int i = 0; i < 100 && generation == 0; ++i) {
     core_->Tick();
