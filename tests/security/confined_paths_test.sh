@@ -111,8 +111,11 @@ id=$(submit existing-profile "$DATA" '{steps: 2, max_restarts: 0, timeout_second
 wait_for 300 "end of existing-profile ($id)" ended "$id"
 [[ $(state "$id") == JOB_STATE_SUCCEEDED ]] ||
   fail "existing-profile: $id ended $(state "$id") (a job inside the root must still train)"
-cli logs "$id" 2>&1 | grep -q "training.profile: .*precious.json exists and is not replaced" ||
-  fail "existing-profile: the job's logs do not say the existing profile was kept"
+# The task's log lines reach the coordinator in batches, possibly after the job's end.
+profile_kept_logged() {
+  cli logs "$1" 2>&1 | grep -q "training.profile: .*precious.json exists and is not replaced"
+}
+wait_for 30 "line in the job's logs saying the existing profile was kept" profile_kept_logged "$id"
 jq -e '.traceEvents | length > 0' "$ROOT/precious.json.1" >/dev/null ||
   fail "existing-profile: no trace in precious.json.1"
 echo "confined_paths: existing-profile kept precious.json; the trace went to precious.json.1"

@@ -56,7 +56,7 @@ wan_add_node low 10.77.1.1
 wan_add_node high 10.77.100.1
 
 # The example job, with its caches and checkpoints under $OUT.
-sed -e "s|/tmp/geotrain-gpt2-tiny-2x2|$OUT/job|" "$REPO/examples/gpt2-tiny-2x2.yaml" >"$OUT/job.yaml"
+sed -e "s|runs/gpt2-tiny-2x2|$OUT/job|" "$REPO/examples/gpt2-tiny-2x2.yaml" >"$OUT/job.yaml"
 
 # run_case NAME NODE ADDRESS MODE EXPECTED_TEXT
 run_case() {

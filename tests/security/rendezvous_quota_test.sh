@@ -15,7 +15,7 @@ tls_cluster_start_workers 4
 tls_cluster_wait_idle 4
 
 submit_1x2() {  # submit_1x2 NAME STEPS: gpt2-tiny as one stage of four layers, two replicas
-  sed -e "s|/tmp/geotrain-gpt2-tiny-2x2|$OUT/$1|" -e "s/^  steps: .*/  steps: $2/" \
+  sed -e "s|runs/gpt2-tiny-2x2|$OUT/job/$1|" -e "s/^  steps: .*/  steps: $2/" \
     -e "s/^name: .*/name: $1/" -e 's/^  layers: .*/  layers: [[0, 4]]/' \
     -e 's/^  stages: 2/  stages: 1/' -e 's/^  checkpoint_every: .*/  checkpoint_every: 10/' \
     -e 's/^  eval_every: .*/  eval_every: 0/' -e 's/^  timeout_seconds: .*/  timeout_seconds: 30/' \
